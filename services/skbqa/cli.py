@@ -1,0 +1,203 @@
+"""`skbqa` command line: ingest, ask, eval, synth (the stable contract of ARCHITECTURE.md).
+
+Errors print one line, `skbqa: error: ...`, and exit with status 2 for bad usage or input, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from skbqa.common.errors import BundleError, InvalidInputError, SkbqaError
+
+logger = logging.getLogger("skbqa")
+
+STRATEGIES = ("bm25", "vss", "hybrid")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="skbqa", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress at INFO level")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("ingest", help="build an embedded index from an SKB bundle or STaRK directory")
+    p.add_argument("bundle", type=Path)
+    p.add_argument("--index", type=Path, required=True, help="index directory to (re)build atomically")
+    p.add_argument("--encoder", default="onnx-int8", choices=("onnx-int8", "onnx", "torch"))
+    p.add_argument("--max-length", type=int, default=128, help="encoder token cap")
+    p.add_argument("--vector-dtype", default="float32", choices=("float32", "float16"))
+    p.add_argument("--force", action="store_true", help="replace an index built with another encoder")
+    p.add_argument("--no-progress", action="store_true")
+
+    p = sub.add_parser("ask", help="answer one question")
+    p.add_argument("--index", type=Path, required=True)
+    p.add_argument("question")
+    p.add_argument("--strategy", default="hybrid", choices=STRATEGIES)
+    p.add_argument("--k", type=int, default=20)
+    p.add_argument("--json", action="store_true", help="print the full answer as JSON")
+    p.add_argument("--explain", action="store_true", help="print every score and the evidence per answer")
+
+    p = sub.add_parser("eval", help="STaRK metrics and latency over a QA file")
+    p.add_argument("--index", type=Path, required=True)
+    p.add_argument("--qa", type=Path, required=True)
+    p.add_argument(
+        "--strategy",
+        default="hybrid",
+        help="one strategy, or several separated by commas: the first is the baseline for ratios",
+    )
+    p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--depth", type=int, default=100, help="ranked-list length scored (MRR looks this deep)")
+    p.add_argument("--json", type=Path, default=None, dest="json_out", help="write the report to this file")
+
+    p = sub.add_parser("demo", help="ingest a bundle if needed, answer its questions and show why")
+    p.add_argument("--bundle", type=Path, default=Path("data/biomed-sample"))
+    p.add_argument("--index", type=Path, default=Path(".skbqa/biomed-sample"))
+    p.add_argument("--qa-file", default="qa.jsonl", help="QA file inside the bundle")
+    p.add_argument("--strategy", default="hybrid", choices=STRATEGIES)
+    p.add_argument("--questions", type=int, default=5, help="how many questions to show in detail")
+
+    p = sub.add_parser("synth", help="generate a synthetic STaRK-like SKB bundle with QA")
+    p.add_argument("out", type=Path)
+    p.add_argument("--nodes", type=int, required=True)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--questions", type=int, default=200)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    # bm25s configures its own DEBUG-level logger; keep third-party chatter at our level.
+    logging.getLogger("bm25s").setLevel(logging.INFO if args.verbose else logging.WARNING)
+    try:
+        return {"ingest": _ingest, "ask": _ask, "eval": _eval, "demo": _demo, "synth": _synth}[args.command](args)
+    except (InvalidInputError, BundleError) as exc:
+        print(f"skbqa: error: {exc}", file=sys.stderr)
+        return 2
+    except SkbqaError as exc:
+        print(f"skbqa: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("skbqa: interrupted", file=sys.stderr)
+        return 130
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    from skbqa.ingest.builder import ingest
+    from skbqa.models.local_encoder import load_encoder
+
+    encoder = load_encoder(args.encoder, max_length=args.max_length)
+    report = ingest(
+        args.bundle,
+        args.index,
+        encoder,
+        vector_dtype=args.vector_dtype,
+        force=args.force,
+        progress=not args.no_progress,
+    )
+    stages = ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items())
+    print(
+        f"indexed {report.nodes} nodes and {report.edges} edges into {report.directory} ({stages}); "
+        f"encoded {report.texts_encoded} texts at {report.encode_rate:.0f}/s; peak RSS {report.peak_rss_mib:.0f} MiB"
+    )
+    return 0
+
+
+def _ask(args: argparse.Namespace) -> int:
+    from skbqa.embedded.engine import EmbeddedEngine
+
+    engine = EmbeddedEngine.open(args.index)
+    result = engine.ask(args.question, strategy=args.strategy, k=args.k)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+        return 0
+    print(f"Q: {result.question}   [{result.strategy}, {result.timings_ms['total']:.0f} ms]")
+    for item in result.items:
+        print(f"{item.rank:>3}. {item.name}  ({item.type}, id {item.node_id})  score {item.score:.3f}")
+        print(f"       why: {item.why}")
+        if args.explain:
+            print(f"       scores: {json.dumps(item.scores)}  source: {item.source}")
+            if item.evidence:
+                print(f"       evidence: {json.dumps(item.evidence)}")
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from skbqa.embedded.engine import EmbeddedEngine
+    from skbqa.eval.runner import compare, evaluate_strategy
+    from skbqa.skb.qa import load_qa
+
+    strategies = [s.strip() for s in args.strategy.split(",") if s.strip()]
+    unknown = [s for s in strategies if s not in STRATEGIES]
+    if not strategies or unknown:
+        raise InvalidInputError(
+            f"unknown strategy {unknown or args.strategy!r}; choose from {', '.join(STRATEGIES)}"
+        )
+    if args.limit is not None and args.limit < 1:
+        raise InvalidInputError("--limit must be at least 1")
+    items = load_qa(args.qa)[: args.limit]
+    engine = EmbeddedEngine.open(args.index)
+    reports = [
+        evaluate_strategy(engine, items, s, depth=args.depth, progress=sys.stderr.isatty()) for s in strategies
+    ]
+    summary = compare(reports)
+    _print_eval(summary)
+    if args.json_out:
+        args.json_out.parent.mkdir(parents=True, exist_ok=True)
+        args.json_out.write_text(json.dumps(summary, indent=2))
+    return 0
+
+
+def _print_eval(summary: dict[str, Any]) -> None:
+    names = ("hit@1", "hit@5", "hit@20", "recall@20", "mrr")
+    print(f"{'strategy':<10} {'n':>5} " + " ".join(f"{n:>9}" for n in names) + f" {'p50 ms':>8} {'p95 ms':>8}")
+    for name, report in summary["strategies"].items():
+        m, lat = report["metrics"], report["latency_ms"]
+        print(
+            f"{name:<10} {report['n']:>5} "
+            + " ".join(f"{m[n]:>9.2f}" for n in names)
+            + f" {lat['p50']:>8.1f} {lat['p95']:>8.1f}"
+        )
+    if len(summary["strategies"]) > 1:
+        print(f"ratios vs {summary['baseline']}:")
+        for name, ratio in summary["ratios"].items():
+            cells = " ".join(f"{(ratio[n] if ratio[n] is not None else float('nan')):>9.2f}" for n in names)
+            print(f"{name:<10} {'':>5} {cells} {ratio['latency_p50'] or float('nan'):>8.2f}")
+    for name, report in summary["strategies"].items():
+        print(f"{name} by target type:")
+        for t, m in report["by_target_type"].items():
+            print(
+                f"  {t:<22} n={m['n']:<4} hit@1 {m['hit@1']:6.2f}  recall@20 {m['recall@20']:6.2f}  mrr {m['mrr']:6.2f}"
+            )
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from skbqa.demo import run_demo
+
+    run_demo(args.bundle, args.index, qa_file=args.qa_file, strategy=args.strategy, questions=args.questions)
+    return 0
+
+
+def _synth(args: argparse.Namespace) -> int:
+    from skbqa.synth.generator import generate
+
+    try:
+        stats = generate(args.out, nodes=args.nodes, seed=args.seed, questions=args.questions, progress=True)
+    except ValueError as exc:  # the generator's argument checks
+        raise InvalidInputError(str(exc)) from None
+    print(
+        f"wrote {args.out}: {stats.nodes} nodes, {stats.edges} edges, {stats.questions} questions "
+        f"in {stats.seconds:.1f} s"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

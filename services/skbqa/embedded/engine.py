@@ -1,0 +1,48 @@
+"""The embedded composition root: one process, the index's stores, the local encoder, every strategy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from skbqa.common.errors import IndexStoreError
+from skbqa.models.encoder import Encoder
+from skbqa.models.local_encoder import encoder_from_name
+from skbqa.pipeline import Answer, answer
+from skbqa.stores.index import IndexStores, open_index
+from skbqa.strategies.base import Strategy
+from skbqa.strategies.dense import VssStrategy
+from skbqa.strategies.hybrid import HybridStrategy
+from skbqa.strategies.lexical import Bm25Strategy
+
+DEFAULT_STRATEGY = "hybrid"
+
+
+def build_strategies(stores: IndexStores) -> dict[str, Strategy]:
+    return {
+        "bm25": Bm25Strategy(stores),
+        "vss": VssStrategy(stores),
+        "hybrid": HybridStrategy(stores),
+    }
+
+
+class EmbeddedEngine:
+    def __init__(self, stores: IndexStores, encoder: Encoder) -> None:
+        self.stores = stores
+        self.encoder = encoder
+        self.strategies = build_strategies(stores)
+
+    @classmethod
+    def open(cls, index_dir: Path | str, *, encoder: Encoder | None = None) -> EmbeddedEngine:
+        stores = open_index(index_dir)
+        built_with = stores.manifest.get("encoder", {}).get("name", "")
+        if encoder is None:
+            encoder = encoder_from_name(built_with)
+        elif encoder.name != built_with:
+            raise IndexStoreError(
+                f"{index_dir} was built with encoder {built_with!r}; questions would be embedded with "
+                f"{encoder.name!r}, which is not comparable. Re-ingest with that encoder or drop the override."
+            )
+        return cls(stores, encoder)
+
+    def ask(self, question: str, *, strategy: str = DEFAULT_STRATEGY, k: int = 20) -> Answer:
+        return answer(self.stores, self.strategies, self.encoder, question, strategy=strategy, k=k)

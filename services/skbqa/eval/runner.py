@@ -1,0 +1,111 @@
+"""`skbqa eval`: run strategies over a QA file in one process and report STaRK metrics, latency and ratios.
+
+With several strategies, every strategy answers the same questions in the same process, and the report gives
+each metric (and p50 latency) as a ratio against the first strategy — the baseline measured in the same run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from skbqa.embedded.engine import EmbeddedEngine
+from skbqa.eval.metrics import METRIC_NAMES, mean_metrics, percentiles, question_metrics
+from skbqa.skb.model import QAItem
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_EVAL_DEPTH = 100  # MRR looks past the top 20, as STaRK's does
+
+
+@dataclass
+class StrategyReport:
+    strategy: str
+    n: int
+    metrics: dict[str, float]
+    latency_ms: dict[str, Any]
+    by_target_type: dict[str, dict[str, Any]]
+    skipped: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "strategy": self.strategy,
+            "n": self.n,
+            "metrics": self.metrics,
+            "latency_ms": self.latency_ms,
+            "by_target_type": self.by_target_type,
+            "skipped_questions": self.skipped,
+        }
+
+
+def target_type_of(engine: EmbeddedEngine, item: QAItem) -> str:
+    declared = item.meta.get("target_type")
+    if isinstance(declared, str) and declared:
+        return declared
+    positions = engine.stores.nodes.positions(item.answers[:1])
+    return engine.stores.nodes.type_name(int(positions[0])) if positions.size and positions[0] >= 0 else "unknown"
+
+
+def evaluate_strategy(
+    engine: EmbeddedEngine,
+    items: Sequence[QAItem],
+    strategy: str,
+    *,
+    depth: int = DEFAULT_EVAL_DEPTH,
+    progress: bool = False,
+) -> StrategyReport:
+    rows: list[dict[str, float]] = []
+    per_type: dict[str, list[dict[str, float]]] = defaultdict(list)
+    totals: list[float] = []
+    stages: dict[str, list[float]] = defaultdict(list)
+    skipped = 0
+    iterator: Any = items
+    if progress:
+        from tqdm import tqdm
+
+        iterator = tqdm(items, desc=f"eval {strategy}", unit="q", leave=False)
+    for item in iterator:
+        known = [
+            a for a, p in zip(item.answers, engine.stores.nodes.positions(item.answers), strict=True) if p >= 0
+        ]
+        if not known:
+            skipped += 1  # every answer is outside this index: nothing can be scored
+            continue
+        result = engine.ask(item.question, strategy=strategy, k=depth)
+        row = question_metrics([a.node_id for a in result.items], known)
+        rows.append(row)
+        per_type[target_type_of(engine, item)].append(row)
+        totals.append(result.timings_ms["total"])
+        for stage, ms in result.timings_ms.items():
+            if stage != "total":
+                stages[stage].append(ms)
+    if skipped:
+        logger.warning("%d questions skipped: none of their answers is in the index", skipped)
+    latency: dict[str, Any] = percentiles(totals)
+    for stage, values in stages.items():
+        latency[stage] = percentiles(values)
+    by_type = {t: {"n": len(r), **mean_metrics(r)} for t, r in sorted(per_type.items())}
+    return StrategyReport(strategy, len(rows), mean_metrics(rows), latency, by_type, skipped)
+
+
+def compare(reports: Sequence[StrategyReport]) -> dict[str, Any]:
+    """The first report's figures at the top level (the `skbqa eval --json` contract), plus every strategy and
+    the ratios of each against the first."""
+    base = reports[0]
+    ratios: dict[str, dict[str, float | None]] = {}
+    for report in reports:
+        entry: dict[str, float | None] = {}
+        for name in METRIC_NAMES:
+            denominator = base.metrics[name]
+            entry[name] = round(report.metrics[name] / denominator, 3) if denominator else None
+        base_p50 = base.latency_ms["p50"]
+        entry["latency_p50"] = round(report.latency_ms["p50"] / base_p50, 3) if base_p50 else None
+        ratios[report.strategy] = entry
+    out = base.to_dict()
+    out["baseline"] = base.strategy
+    out["strategies"] = {r.strategy: r.to_dict() for r in reports}
+    out["ratios"] = ratios
+    return out

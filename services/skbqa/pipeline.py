@@ -1,0 +1,101 @@
+"""The one composition of question → ranked answers with evidence, shared by the CLI, eval and tests.
+
+It validates the request, runs the chosen strategy against the stores, and turns candidates (positions) into
+answers (external ids, names, types, scores and a one-line reason).
+"""
+
+from __future__ import annotations
+
+import time
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from skbqa.common.errors import InvalidInputError
+from skbqa.models.encoder import Encoder
+from skbqa.stores.index import IndexStores
+from skbqa.strategies.base import Candidate, QueryContext, Strategy
+from skbqa.strategies.explain import reason
+
+MAX_QUESTION_CHARS = 4000
+MAX_K = 1000
+
+
+@dataclass
+class AnswerItem:
+    rank: int
+    node_id: int
+    name: str
+    type: str
+    score: float
+    source: str
+    why: str
+    scores: dict[str, float] = field(default_factory=dict)
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Answer:
+    question: str
+    strategy: str
+    k: int
+    items: list[AnswerItem]
+    timings_ms: dict[str, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def clean_question(question: object) -> str:
+    """Normalise and check a question; control characters become spaces, empty or huge input is refused."""
+    if not isinstance(question, str):
+        raise InvalidInputError("the question must be a string")
+    text = unicodedata.normalize("NFKC", question)
+    text = "".join(" " if unicodedata.category(c) in ("Cc", "Cf", "Cs") else c for c in text)
+    text = " ".join(text.split())
+    if not text:
+        raise InvalidInputError("the question is empty")
+    if len(text) > MAX_QUESTION_CHARS:
+        raise InvalidInputError(f"the question is {len(text)} characters long; the limit is {MAX_QUESTION_CHARS}")
+    return text
+
+
+def answer(
+    stores: IndexStores,
+    strategies: Mapping[str, Strategy],
+    encoder: Encoder,
+    question: str,
+    *,
+    strategy: str,
+    k: int = 20,
+) -> Answer:
+    if strategy not in strategies:
+        raise InvalidInputError(f"unknown strategy {strategy!r}; available: {', '.join(sorted(strategies))}")
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+        raise InvalidInputError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
+    text = clean_question(question)
+    query = QueryContext(text, encoder)
+    started = time.perf_counter()
+    candidates = strategies[strategy].retrieve(query, k)[:k]
+    with query.stage("explain"):
+        items = [_item(stores, query, rank, c) for rank, c in enumerate(candidates, start=1)]
+    timings = {name: round(seconds * 1000, 3) for name, seconds in query.timings.items()}
+    timings["total"] = round((time.perf_counter() - started) * 1000, 3)
+    return Answer(text, strategy, k, items, timings)
+
+
+def _item(stores: IndexStores, query: QueryContext, rank: int, candidate: Candidate) -> AnswerItem:
+    nodes = stores.nodes
+    p = candidate.position
+    return AnswerItem(
+        rank=rank,
+        node_id=int(nodes.ids[p]),
+        name=nodes.names[p],
+        type=nodes.type_name(p),
+        score=round(candidate.score, 6),
+        source=candidate.source,
+        why=reason(stores, query.question, candidate),
+        scores={k: round(v, 6) for k, v in candidate.scores.items()},
+        evidence=candidate.evidence,
+    )

@@ -1,0 +1,59 @@
+"""The `Strategy` interface every retrieval method implements, and the per-request query context.
+
+A strategy turns a question into a ranked list of candidates, each with where it came from and its scores.
+Later stages (AF pipeline, SAGE, GRAPE) add strategies; they all share `QueryContext`, which embeds the
+question once and records how long each stage took.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from skbqa.models.encoder import Encoder
+
+
+@dataclass
+class Candidate:
+    position: int
+    score: float
+    source: str  # which retrieval produced it ("bm25", "vss", "hybrid", ...)
+    scores: dict[str, float] = field(default_factory=dict)  # component scores, for evidence
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class QueryContext:
+    question: str
+    encoder: Encoder
+    timings: dict[str, float] = field(default_factory=dict)
+    _embedding: np.ndarray | None = None
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[name] = self.timings.get(name, 0.0) + (time.perf_counter() - started)
+
+    @property
+    def embedding(self) -> np.ndarray:
+        """The question's embedding, computed once per request and reused by every step."""
+        if self._embedding is None:
+            with self.stage("encode"):
+                self._embedding = self.encoder.encode([self.question])[0]
+        return self._embedding
+
+
+class Strategy(Protocol):
+    name: str
+
+    def retrieve(self, query: QueryContext, k: int) -> list[Candidate]:
+        """The top-k candidates, best first."""
+        ...

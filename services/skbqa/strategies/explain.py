@@ -1,0 +1,34 @@
+"""One-line reasons for an answer: which signal put it there and, for lexical signals, which words matched."""
+
+from __future__ import annotations
+
+from skbqa.ingest.documents import document
+from skbqa.stores.index import IndexStores
+from skbqa.stores.text.bm25 import tokenize
+from skbqa.strategies.base import Candidate
+
+MAX_TERMS_SHOWN = 6
+
+
+def matched_terms(stores: IndexStores, question: str, position: int) -> list[str]:
+    question_tokens = tokenize([question])[0]
+    doc_tokens = set(tokenize([document(stores.nodes, position)])[0])
+    seen: list[str] = []
+    for token in question_tokens:
+        if token in doc_tokens and token not in seen:
+            seen.append(token)
+    return seen[:MAX_TERMS_SHOWN]
+
+
+def reason(stores: IndexStores, question: str, candidate: Candidate) -> str:
+    parts: list[str] = []
+    scores = candidate.scores
+    if "cosine" in scores:
+        parts.append(f"similar to the question (cosine {scores['cosine']:.3f})")
+    if "bm25" in scores and scores["bm25"] > 0:
+        terms = matched_terms(stores, question, candidate.position)
+        shown = f": {', '.join(terms)}" if terms else ""
+        parts.append(f"shares words with the question (bm25 {scores['bm25']:.2f}{shown})")
+    if "fused" in scores:
+        parts.append(f"fused score {scores['fused']:.3f}")
+    return "; ".join(parts) or f"ranked by {candidate.source}"
