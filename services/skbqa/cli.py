@@ -49,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
         default="hybrid",
         help="one strategy, or several separated by commas: the first is the baseline for ratios",
     )
+    p.add_argument("--split", default=None, help="with a STaRK stark_qa.csv: train, val or test")
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--depth", type=int, default=100, help="ranked-list length scored (MRR looks this deep)")
     p.add_argument("--json", type=Path, default=None, dest="json_out", help="write the report to this file")
@@ -142,7 +143,7 @@ def _eval(args: argparse.Namespace) -> int:
         )
     if args.limit is not None and args.limit < 1:
         raise InvalidInputError("--limit must be at least 1")
-    items = load_qa(args.qa)[: args.limit]
+    items = load_qa(args.qa, split=args.split)[: args.limit]
     engine = EmbeddedEngine.open(args.index)
     reports = [
         evaluate_strategy(engine, items, s, depth=args.depth, progress=sys.stderr.isatty()) for s in strategies

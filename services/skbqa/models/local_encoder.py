@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -104,9 +105,11 @@ class OnnxEncoder:
         quantized: bool = True,
         max_length: int = DEFAULT_MAX_LENGTH,
         batch_size: int = 64,
+        batch_tokens: int = 8192,
         threads: int | None = None,
     ) -> None:
         self._quantized = quantized
+        self._batch_tokens = batch_tokens
         self._max_length = max_length
         self._batch_size = batch_size
         self._threads = threads or default_threads()
@@ -128,13 +131,13 @@ class OnnxEncoder:
 
         path = onnx_model_path(self._quantized)
         options = ort.SessionOptions()
-        options.intra_op_num_threads = self._threads
+        options.intra_op_num_threads = 1  # parallelism comes from concurrent batches, see encode()
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         tokenizer = Tokenizer.from_file(str(packaged_model_dir() / "tokenizer.json"))
         tokenizer.enable_truncation(max_length=self._max_length)
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        tokenizer.no_padding()  # batches are padded here, to their own longest member
         self._tokenizer = tokenizer
 
     def encode(self, texts: Sequence[str], *, progress: str | None = None) -> np.ndarray:
@@ -144,23 +147,58 @@ class OnnxEncoder:
         out = np.zeros((len(texts), DIM), dtype=np.float32)
         if not texts:
             return out
-        # Sort by character length so each batch holds texts of similar token length (little padding).
-        order = np.argsort([len(t) for t in texts], kind="stable")
+        # Tokenise everything up front (the Rust tokenizer parallelises), then batch texts of similar token
+        # length under a token budget: short texts (names) go hundreds to a batch, long ones fewer, so every
+        # batch is a matrix big enough to keep both cores busy and padding stays small.
+        encodings = self._tokenizer.encode_batch([t or " " for t in texts])
+        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
+        order = np.argsort(lengths, kind="stable")
         bar = _progress(len(texts), progress)
-        for start in range(0, len(order), self._batch_size):
-            idx = order[start : start + self._batch_size]
-            encs = self._tokenizer.encode_batch([texts[i] or " " for i in idx])
-            ids = np.asarray([e.ids for e in encs], dtype=np.int64)
-            mask = np.asarray([e.attention_mask for e in encs], dtype=np.int64)
-            hidden = self._session.run(
-                None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            )[0]
+        batches = _token_budget_batches(lengths[order], order, self._batch_tokens, self._batch_size)
+
+        def run(idx: np.ndarray) -> None:
+            width = int(lengths[idx].max())
+            ids = np.zeros((idx.size, width), dtype=np.int64)
+            mask = np.zeros((idx.size, width), dtype=np.int64)
+            for row, i in enumerate(idx):
+                seq = encodings[i].ids
+                ids[row, : len(seq)] = seq
+                mask[row, : len(seq)] = 1
+            hidden = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[
+                0
+            ]
             out[idx] = _mean_pool_normalise(hidden, mask)
             if bar is not None:
-                bar.update(len(idx))
+                bar.update(idx.size)
+
+        session = self._session
+        if self._threads == 1 or len(batches) == 1:
+            for idx in batches:
+                run(idx)
+        else:
+            # ONNX Runtime's intra-op threads scale poorly on these small matrices; whole batches run
+            # concurrently instead (session.run releases the GIL), one single-threaded run per core.
+            with ThreadPoolExecutor(max_workers=self._threads) as pool:
+                list(pool.map(run, batches))
         if bar is not None:
             bar.close()
         return out
+
+
+def _token_budget_batches(
+    sorted_lengths: np.ndarray, order: np.ndarray, budget: int, max_items: int
+) -> list[np.ndarray]:
+    """Split `order` (ascending token length) into runs whose padded size (items × longest) fits `budget`."""
+    batches: list[np.ndarray] = []
+    start = 0
+    n = order.size
+    while start < n:
+        stop = start + 1
+        while stop < n and stop - start < max_items and (stop - start + 1) * sorted_lengths[stop] <= budget:
+            stop += 1
+        batches.append(order[start:stop])
+        start = stop
+    return batches
 
 
 class TorchEncoder:

@@ -9,10 +9,17 @@ from skbqa.skb.jsonl import read_jsonl
 from skbqa.skb.model import QAItem
 
 
-def load_qa(path: Path | str) -> list[QAItem]:
+def load_qa(path: Path | str, *, split: str | None = None) -> list[QAItem]:
+    """A QA `.jsonl[.gz]` file, or STaRK's `stark_qa.csv` (optionally one split of it: train / val / test)."""
     path = Path(path)
     if not path.is_file():
         raise BundleError(str(path), None, "QA file not found")
+    if path.suffix == ".csv":
+        from skbqa.skb.stark import load_stark_qa
+
+        return load_stark_qa(path, split=split)
+    if split is not None:
+        raise BundleError(path.name, None, "--split applies to STaRK QA csv files only")
     items: list[QAItem] = []
     for lineno, obj in read_jsonl(path):
         question = obj.get("question")

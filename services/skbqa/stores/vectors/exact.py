@@ -40,6 +40,8 @@ class ExactIndex:
         vectors = np.asarray(vectors)
         if vectors.ndim != 2 or vectors.shape[1] != self._dim or vectors.shape[0] != keys.shape[0]:
             raise ValueError(f"expected ({keys.shape[0]}, {self._dim}) vectors, got {vectors.shape}")
+        if np.shape(node_types) != keys.shape:
+            raise ValueError(f"expected {keys.shape[0]} node types, got shape {np.shape(node_types)}")
         if np.intersect1d(keys, self._keys).size or np.unique(keys).size != keys.size:
             raise ValueError("keys must be new and unique")
         self._keys = np.concatenate([self._keys, keys])
