@@ -23,8 +23,17 @@ def test_ingest_stark_directory_and_eval_a_split(tmp_path: Path) -> None:
     assert "indexed 5 nodes and 5 edges" in done.stdout
     out = tmp_path / "report.json"
     done = skbqa(
-        "eval", "--index", str(index), "--qa", str(csv_path), "--split", "test", "--strategy", "bm25",
-        "--json", str(out),
+        "eval",
+        "--index",
+        str(index),
+        "--qa",
+        str(csv_path),
+        "--split",
+        "test",
+        "--strategy",
+        "bm25",
+        "--json",
+        str(out),
     )
     assert done.returncode == 0, done.stderr
     report = json.loads(out.read_text())

@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -164,9 +164,9 @@ class OnnxEncoder:
                 seq = encodings[i].ids
                 ids[row, : len(seq)] = seq
                 mask[row, : len(seq)] = 1
-            hidden = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[
-                0
-            ]
+            hidden = session.run(
+                None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            )[0]
             out[idx] = _mean_pool_normalise(hidden, mask)
             if bar is not None:
                 bar.update(idx.size)
