@@ -53,3 +53,11 @@ def test_names_round_trip_and_unknown_names_are_refused() -> None:
             encoder_from_name(bad)
     with pytest.raises(ModelError):
         load_encoder("tensorflow")
+
+
+def test_chunked_tokenisation_gives_the_same_vectors(onnx_encoder, monkeypatch: pytest.MonkeyPatch) -> None:
+    import skbqa.models.local_encoder as module
+
+    whole = onnx_encoder.encode(SENTENCES)
+    monkeypatch.setattr(module, "TOKENIZE_CHUNK", 2)
+    np.testing.assert_allclose(onnx_encoder.encode(SENTENCES), whole, atol=1e-5)

@@ -23,6 +23,7 @@ logger = logging.getLogger(__name__)
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIM = 384
+TOKENIZE_CHUNK = 16384
 DEFAULT_MAX_LENGTH = 128  # the length all-MiniLM-L6-v2 was trained with; longer inputs cost time, not accuracy
 RUNTIMES = ("onnx-int8", "onnx", "torch")
 
@@ -147,14 +148,25 @@ class OnnxEncoder:
         out = np.zeros((len(texts), DIM), dtype=np.float32)
         if not texts:
             return out
-        # Tokenise everything up front (the Rust tokenizer parallelises), then batch texts of similar token
-        # length under a token budget: short texts (names) go hundreds to a batch, long ones fewer, so every
-        # batch is a matrix big enough to keep both cores busy and padding stays small.
-        encodings = self._tokenizer.encode_batch([t or " " for t in texts])
-        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
-        order = np.argsort(lengths, kind="stable")
         bar = _progress(len(texts), progress)
-        batches = _token_budget_batches(lengths[order], order, self._batch_tokens, self._batch_size)
+        # Work through the texts in chunks (bounded memory for tokenizer output); inside a chunk, tokenise at
+        # once (the Rust tokenizer parallelises), sort by token length and batch under a token budget: short
+        # texts (names) go many to a batch, long ones fewer, and padding stays small.
+        for chunk_start in range(0, len(texts), TOKENIZE_CHUNK):
+            chunk = [t or " " for t in texts[chunk_start : chunk_start + TOKENIZE_CHUNK]]
+            encodings = self._tokenizer.encode_batch(chunk)
+            lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
+            order = np.argsort(lengths, kind="stable")
+            batches = _token_budget_batches(lengths[order], order, self._batch_tokens, self._batch_size)
+            target = out[chunk_start : chunk_start + len(chunk)]
+            self._run_batches(batches, encodings, lengths, target, bar)
+        if bar is not None:
+            bar.close()
+        return out
+
+    def _run_batches(self, batches, encodings, lengths, target: np.ndarray, bar) -> None:  # type: ignore[no-untyped-def]
+        session = self._session
+        assert session is not None
 
         def run(idx: np.ndarray) -> None:
             width = int(lengths[idx].max())
@@ -164,14 +176,11 @@ class OnnxEncoder:
                 seq = encodings[i].ids
                 ids[row, : len(seq)] = seq
                 mask[row, : len(seq)] = 1
-            hidden = session.run(
-                None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            )[0]
-            out[idx] = _mean_pool_normalise(hidden, mask)
+            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            target[idx] = _mean_pool_normalise(session.run(None, feeds)[0], mask)
             if bar is not None:
                 bar.update(idx.size)
 
-        session = self._session
         if self._threads == 1 or len(batches) == 1:
             for idx in batches:
                 run(idx)
@@ -180,9 +189,6 @@ class OnnxEncoder:
             # concurrently instead (session.run releases the GIL), one single-threaded run per core.
             with ThreadPoolExecutor(max_workers=self._threads) as pool:
                 list(pool.map(run, batches))
-        if bar is not None:
-            bar.close()
-        return out
 
 
 def _token_budget_batches(
