@@ -33,9 +33,10 @@ test: $(VENV)/.installed-dev ## install with test extras and run the default tes
 test-slow: $(VENV)/.installed-dev ## the slow suites (scale sanity, larger Milvus runs)
 	$(BIN)/pytest -m slow
 
-lint: $(VENV)/.installed-dev ## ruff lint + format check
+lint: $(VENV)/.installed-dev ## ruff lint + format check + mypy
 	$(BIN)/ruff check services tests scripts bench
 	$(BIN)/ruff format --check services tests scripts bench
+	$(BIN)/mypy services/skbqa
 
 bench-biomed: $(VENV)/.installed ## full biomed SKB: ingest, then bm25/vss/hybrid on the 400 dev questions (needs ../shared)
 	$(BIN)/python bench/biomed.py --bundle ../shared/data/biomed-skb --index .skbqa/biomed --out bench/results

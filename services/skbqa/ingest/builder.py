@@ -52,7 +52,7 @@ def bundle_checksum(bundle: Path) -> str:
     for path in sorted(p for p in bundle.rglob("*") if p.is_file()):
         digest.update(path.relative_to(bundle).as_posix().encode())
         with path.open("rb") as handle:
-            for chunk in iter(lambda h=handle: h.read(1 << 20), b""):
+            while chunk := handle.read(1 << 20):
                 digest.update(chunk)
     return digest.hexdigest()
 

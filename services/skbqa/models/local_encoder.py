@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -114,8 +115,8 @@ class OnnxEncoder:
         self._max_length = max_length
         self._batch_size = batch_size
         self._threads = threads or default_threads()
-        self._session = None
-        self._tokenizer = None
+        self._session: Any = None
+        self._tokenizer: Any = None
 
     @property
     def name(self) -> str:
@@ -214,7 +215,7 @@ class TorchEncoder:
         self._max_length = max_length
         self._batch_size = batch_size
         self._threads = threads or default_threads()
-        self._model = None
+        self._model: Any = None
 
     @property
     def name(self) -> str:
