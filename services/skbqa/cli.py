@@ -75,8 +75,6 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    # bm25s configures its own DEBUG-level logger; keep third-party chatter at our level.
-    logging.getLogger("bm25s").setLevel(logging.INFO if args.verbose else logging.WARNING)
     try:
         return {"ingest": _ingest, "ask": _ask, "eval": _eval, "demo": _demo, "synth": _synth}[args.command](args)
     except (InvalidInputError, BundleError) as exc:

@@ -19,10 +19,16 @@ logger = logging.getLogger(__name__)
 TOKEN_PATTERN = r"(?u)\b\w+\b"
 
 
-def tokenize(texts: Sequence[str], *, progress: bool = False) -> list[list[str]]:
+def _bm25s():  # type: ignore[no-untyped-def]
+    """Import bm25s, which sets its own logger to DEBUG at import time; keep it at WARNING like the rest."""
     import bm25s
 
-    tokens = bm25s.tokenize(
+    logging.getLogger("bm25s").setLevel(max(logging.WARNING, logging.getLogger().getEffectiveLevel()))
+    return bm25s
+
+
+def tokenize(texts: Sequence[str], *, progress: bool = False) -> list[list[str]]:
+    tokens = _bm25s().tokenize(
         list(texts), token_pattern=TOKEN_PATTERN, stopwords="en", return_ids=False, show_progress=progress
     )
     return [list(t) for t in tokens]
@@ -35,9 +41,7 @@ class Bm25Index:
 
     @classmethod
     def build(cls, documents: Sequence[str], node_types: np.ndarray, *, progress: bool = False) -> Bm25Index:
-        import bm25s
-
-        retriever = bm25s.BM25()
+        retriever = _bm25s().BM25()
         retriever.index(tokenize(documents, progress=progress), show_progress=progress)
         return cls(retriever, node_types)
 
@@ -84,7 +88,5 @@ class Bm25Index:
 
     @classmethod
     def load(cls, directory: Path) -> Bm25Index:
-        import bm25s
-
-        retriever = bm25s.BM25.load(str(directory / "bm25"))
+        retriever = _bm25s().BM25.load(str(directory / "bm25"))
         return cls(retriever, np.load(directory / "bm25_types.npy"))
