@@ -1,0 +1,69 @@
+"""The structured query every parser produces (AF-Retriever steps 1–3) and every later step consumes.
+
+Symbols are the query's variables; a *constant* is a symbol with searchable names (the Cypher
+`(d:disease {name: "asthma"})`), which step 4 resolves to candidate nodes. Triplets connect symbols by edge type;
+attribute constraints filter a symbol's nodes; text constraints are leftover free text for ranking. Parsers
+never raise on bad input: what cannot be used is dropped and recorded in `warnings`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Scalar = str | int | float | bool
+Operator = Literal["=", "<>", "<", "<=", ">", ">=", "CONTAINS", "STARTS WITH", "ENDS WITH", "IN", "=~"]
+Direction = Literal["out", "undirected"]
+
+
+@dataclass(frozen=True)
+class Symbol:
+    name: str  # the variable as written in the query ("p"); anonymous nodes get generated names ("_1")
+    type: str | None = None  # node type (label); None when the query gives none
+    names: tuple[str, ...] = ()  # search strings for a constant (several from `IN [...]`); empty for a variable
+
+    @property
+    def is_constant(self) -> bool:
+        return bool(self.names)
+
+
+@dataclass(frozen=True)
+class Triplet:
+    """`head -[edge]-> tail` (direction "out"), or either way round ("undirected"); hops bound multi-hop paths."""
+
+    head: str
+    edge: str | None  # edge type; None = any edge type
+    tail: str
+    direction: Direction = "out"
+    min_hops: int = 1
+    max_hops: int = 1
+
+
+@dataclass(frozen=True)
+class AttributeConstraint:
+    symbol: str
+    attribute: str
+    op: Operator
+    value: Scalar | tuple[Scalar, ...]  # a tuple only for IN
+    case_insensitive: bool = False  # `=~ '(?i)...'` patterns and CONTAINS-style text filters
+
+
+@dataclass
+class StructuredQuery:
+    target: str  # the symbol whose nodes answer the question
+    symbols: dict[str, Symbol] = field(default_factory=dict)
+    triplets: list[Triplet] = field(default_factory=list)
+    constraints: list[AttributeConstraint] = field(default_factory=list)
+    text_constraints: list[str] = field(default_factory=list)
+    # An OR in WHERE becomes alternative queries whose answers are united; each alternative is complete.
+    alternatives: list[StructuredQuery] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def target_type(self) -> str | None:
+        symbol = self.symbols.get(self.target)
+        return symbol.type if symbol else None
+
+    @property
+    def constants(self) -> list[Symbol]:
+        return [s for s in self.symbols.values() if s.is_constant]
