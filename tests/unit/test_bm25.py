@@ -34,3 +34,10 @@ def test_save_load_round_trip(tmp_path: Path) -> None:
     index.save(tmp_path)
     loaded = Bm25Index.load(tmp_path)
     np.testing.assert_allclose(loaded.scores("apoptosis gene"), index.scores("apoptosis gene"))
+
+
+def test_fast_words_agree_with_the_index_tokenizer() -> None:
+    from skbqa.stores.text.bm25 import tokenize, words
+
+    texts = ["The BRCA1 gene, on chromosome 17 (band q21.31), is a DNA-repair gene!", "", "a an the"]
+    assert [words(t) for t in texts] == tokenize(texts)

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from skbqa.ingest.documents import document
 from skbqa.stores.index import IndexStores
-from skbqa.stores.text.bm25 import tokenize
+from skbqa.stores.text.bm25 import words
 from skbqa.strategies.base import Candidate
 
 MAX_TERMS_SHOWN = 6
 
 
 def matched_terms(stores: IndexStores, question: str, position: int) -> list[str]:
-    question_tokens = tokenize([question])[0]
-    doc_tokens = set(tokenize([document(stores.nodes, position)])[0])
+    question_tokens = words(question)
+    doc_tokens = set(words(document(stores.nodes, position)))
     seen: list[str] = []
     for token in question_tokens:
         if token in doc_tokens and token not in seen:

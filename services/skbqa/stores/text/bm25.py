@@ -7,7 +7,9 @@ lose values like "chromosome 7"), English stop words removed.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +27,22 @@ def _bm25s():  # type: ignore[no-untyped-def]
 
     logging.getLogger("bm25s").setLevel(max(logging.WARNING, logging.getLogger().getEffectiveLevel()))
     return bm25s
+
+
+_WORD = re.compile(TOKEN_PATTERN)
+
+
+@lru_cache(maxsize=1)
+def _stopwords() -> frozenset[str]:
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)
+
+
+def words(text: str) -> list[str]:
+    """The same tokens `tokenize` yields for one text, without bm25s' per-call overhead (for explanations)."""
+    stop = _stopwords()
+    return [w for w in _WORD.findall(text.lower()) if w not in stop]
 
 
 def tokenize(texts: Sequence[str], *, progress: bool = False) -> list[list[str]]:
@@ -50,7 +68,7 @@ class Bm25Index:
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every document (position order) for one query; zeros when no token is known."""
-        tokens = [t for t in tokenize([query])[0] if t in self._retriever.vocab_dict]  # type: ignore[attr-defined]
+        tokens = [t for t in words(query) if t in self._retriever.vocab_dict]  # type: ignore[attr-defined]
         if not tokens:
             return np.zeros(len(self), np.float32)
         return np.asarray(self._retriever.get_scores(tokens), np.float32)  # type: ignore[attr-defined]
