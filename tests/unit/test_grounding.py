@@ -8,13 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from skbqa.grounding.core import (
-    GroundingResult,
-    ScopeResult,
-    candidates_per_constant,
-    expand_scope,
-    ground_triplets,
-)
+from skbqa.grounding.core import GroundingResult, ground_triplets
+from skbqa.grounding.scope import ScopeResult, candidates_per_constant, expand_scope
 from skbqa.parser.query import StructuredQuery, Symbol, Triplet
 from skbqa.stores.graph.csr import CsrGraph
 

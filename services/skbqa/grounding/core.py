@@ -1,4 +1,4 @@
-"""Triplet grounding (AF-Retriever step 5): Algorithm 2 GROUND_TRIPLETS and the scope loop of Algorithm 1.
+"""Triplet grounding (AF-Retriever step 5): Algorithm 2 GROUND_TRIPLETS (the scope loop of Algorithm 1 is in scope.py).
 
 `ground_triplets` gives every symbol a candidate set and narrows the sets against each other until nothing changes:
 for a triplet (h, e, t) the tail keeps only nodes reached from the head's set over e, and the head keeps only nodes
@@ -12,7 +12,7 @@ is S(t) ← S(t) ∩ out(S(h)) followed by S(h) ← S(h) ∩ in(S(t)). That is w
 triplet, round after round until no set changes (the paper recurses; here a loop, bounded by `max_rounds`).
 
 Set representation
-    A symbol's set is a `_Domain`: either an explicit sorted unique int64 array of node positions, or *lazy* —
+    A symbol's set is a `Domain`: either an explicit sorted unique int64 array of node positions, or *lazy* —
     "every node" or "every node of type T" — held as a predicate over `node_types` and never materialised while
     it is lazy. Variables without attribute-filtered candidates start lazy. A triplet with one explicit side
     turns its lazy side explicit by walking from the explicit side (this is the only place a big set can appear,
@@ -56,18 +56,14 @@ touching the graph.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from skbqa.grounding.sets import EMPTY, REVERSE, Arc, Domain, cap_per_group, image, walk_pairs
 from skbqa.parser.query import StructuredQuery, Symbol, Triplet
 from skbqa.stores.graph.base import Direction, GraphStore
-
-_EMPTY = np.zeros(0, np.int64)
-_BITMAP_FRACTION = 16  # membership switches from sorted search to a bitmap above num_nodes / this
-
 
 # ---------------------------------------------------------------------------------------------------- results
 
@@ -110,220 +106,6 @@ class GroundingResult:
         return {ev.triplet_index: ev.for_node(node) for ev in self.evidence}
 
 
-@dataclass
-class ScopeResult:
-    """Outcome of the scope expansion (Algorithm 1 lines 5–10).
-
-    `grounded` False means the graph strand does not apply (no triplet, no constant, or the target is not
-    connected to a constant through triplets): the pipeline should fall back to VSS alone (step 7).
-    """
-
-    grounded: bool
-    candidates: np.ndarray  # the target set of the last grounding (empty when ungrounded)
-    scope: float  # the paper's l of the last grounding (0.0 when ungrounded)
-    per_constant: int  # candidates per constant used by the last grounding (round(l), capped by l_max)
-    iterations: list[tuple[float, int]]  # (l, |target set|) for every loop iteration, in order
-    result: GroundingResult | None  # the last grounding
-    reason: str = ""  # why the query is ungrounded
-
-
-# ---------------------------------------------------------------------------------------------------- set helpers
-
-
-def _member(values: np.ndarray, sorted_set: np.ndarray, num_nodes: int) -> np.ndarray:
-    """Boolean mask: which of `values` are in the sorted unique `sorted_set`."""
-    if sorted_set.size == 0 or values.size == 0:
-        return np.zeros(values.shape, bool)
-    if values.size + sorted_set.size > num_nodes // _BITMAP_FRACTION:
-        bitmap = np.zeros(num_nodes, bool)
-        bitmap[sorted_set] = True
-        return bitmap[values]
-    idx = np.searchsorted(sorted_set, values)
-    idx[idx == sorted_set.size] = 0
-    return sorted_set[idx] == values
-
-
-def _intersect(a: np.ndarray, b: np.ndarray, num_nodes: int) -> np.ndarray:
-    """Intersection of two sorted unique arrays, sorted (probes the larger with the smaller)."""
-    if a.size > b.size:
-        a, b = b, a
-    return a[_member(a, b, num_nodes)]
-
-
-@dataclass
-class _Domain:
-    nodes: np.ndarray | None  # sorted unique int64 positions; None = lazy (every node, of `type_code` if set)
-    type_code: int | None  # the symbol's type filter (strict_types), or None
-
-    @property
-    def lazy(self) -> bool:
-        return self.nodes is None
-
-    def contains(self, values: np.ndarray, node_types: np.ndarray, num_nodes: int) -> np.ndarray:
-        if self.nodes is not None:
-            return _member(values, self.nodes, num_nodes)
-        if self.type_code is None:
-            return np.ones(values.shape, bool)
-        return node_types[values] == self.type_code
-
-    def restrict(self, values: np.ndarray, node_types: np.ndarray, num_nodes: int) -> np.ndarray:
-        """self ∩ values, for sorted unique `values`."""
-        if self.nodes is not None:
-            return _intersect(self.nodes, values, num_nodes)
-        if self.type_code is None:
-            return values
-        return values[node_types[values] == self.type_code]
-
-    def size(self, node_types: np.ndarray, num_nodes: int) -> int:
-        if self.nodes is not None:
-            return int(self.nodes.size)
-        return num_nodes if self.type_code is None else int(np.count_nonzero(node_types == self.type_code))
-
-    def materialise(self, node_types: np.ndarray, num_nodes: int) -> np.ndarray:
-        if self.nodes is not None:
-            return self.nodes
-        if self.type_code is None:
-            return np.arange(num_nodes, dtype=np.int64)
-        return np.flatnonzero(node_types == self.type_code).astype(np.int64)
-
-
-# ---------------------------------------------------------------------------------------------------- walks
-
-_REVERSE: dict[Direction, Direction] = {"out": "in", "in": "out", "both": "both"}
-
-
-def _image(
-    graph: GraphStore, start: np.ndarray, edge: str | None, direction: Direction, min_hops: int, max_hops: int
-) -> np.ndarray:
-    """Nodes at the end of a walk of min_hops..max_hops steps from any of `start` (sorted unique)."""
-    frontier = start
-    for _ in range(min_hops):  # exact levels up to min_hops
-        if frontier.size == 0:
-            return _EMPTY
-        frontier = graph.neighbours(frontier, edge, direction)
-    reached = frontier
-    for _ in range(max_hops - min_hops):  # the union of later levels grows breadth-first from new nodes only
-        if frontier.size == 0:
-            break
-        step = graph.neighbours(frontier, edge, direction)
-        frontier = step[~_member(step, reached, graph.num_nodes)]
-        reached = np.union1d(reached, frontier)
-    return reached.astype(np.int64, copy=False)
-
-
-def _join(
-    graph: GraphStore,
-    origins: np.ndarray,
-    nodes: np.ndarray,
-    edge: str | None,
-    direction: Direction,
-    *,
-    at_origin: bool,
-    dedupe: bool,
-) -> tuple[np.ndarray, np.ndarray]:
-    """One hop for (origin, node) pairs: every (origin, neighbour of node), sorted and unique if `dedupe`.
-
-    `at_origin` means every pair is (v, v) for unique v, so `neighbour_pairs` already gives the answer.
-    """
-    if nodes.size == 0:
-        return _EMPTY, _EMPTY
-    num_nodes = graph.num_nodes
-    if at_origin:
-        o, n = graph.neighbour_pairs(nodes, edge, direction)
-        o, n = o.astype(np.int64, copy=False), n.astype(np.int64, copy=False)
-    else:
-        src, dst = graph.neighbour_pairs(np.unique(nodes), edge, direction)
-        order = np.argsort(src, kind="stable")
-        src, dst = src[order], dst[order]
-        lo = np.searchsorted(src, nodes, "left")
-        counts = np.searchsorted(src, nodes, "right") - lo
-        total = int(counts.sum())
-        if total == 0:
-            return _EMPTY, _EMPTY
-        run_starts = np.cumsum(counts) - counts
-        idx = np.arange(total, dtype=np.int64) - np.repeat(run_starts - lo, counts)
-        o, n = np.repeat(origins, counts), dst[idx].astype(np.int64, copy=False)
-    if not dedupe:
-        return o, n
-    key = np.unique(o * num_nodes + n)
-    return key // num_nodes, key % num_nodes
-
-
-def _walk_pairs(
-    graph: GraphStore,
-    origins: np.ndarray,
-    edge: str | None,
-    direction: Direction,
-    min_hops: int,
-    max_hops: int,
-    accept: Callable[[np.ndarray, np.ndarray], np.ndarray],
-    cap: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """(origin, end) pairs with a min..max-hop walk from origin to end and `accept(origin, end)` true.
-
-    `origins` must be sorted and unique. The result is deduplicated and sorted by (origin, end); an origin
-    stops being expanded once it has `cap` accepted ends (so with cap=1 this is a support test: which origins
-    reach an accepted node at all). Pairs are only deduplicated when another hop follows.
-    """
-    num_nodes = graph.num_nodes
-    hops_left = max_hops - min_hops
-    o, n = origins, origins  # level 0: each origin at itself
-    for hop in range(min_hops):  # exact levels
-        last = hop == min_hops - 1 and hops_left == 0
-        o, n = _join(graph, o, n, edge, direction, at_origin=hop == 0, dedupe=not last)
-    seen = o * num_nodes + n if hops_left else _EMPTY  # sorted unique keys of the pairs reached so far
-    keys: list[np.ndarray] = []
-    while True:
-        hit = accept(o, n)
-        if hit.any():
-            keys.append(o[hit] * num_nodes + n[hit])
-        if hops_left == 0 or o.size == 0:
-            break
-        if keys:  # stop expanding origins that already have `cap` accepted ends
-            done_origins, done_counts = np.unique(np.unique(np.concatenate(keys)) // num_nodes, return_counts=True)
-            keep = ~_member(o, done_origins[done_counts >= cap], num_nodes)
-            o, n = o[keep], n[keep]
-        hops_left -= 1
-        at_origin = min_hops == 0 and hops_left == max_hops - 1  # first hop of a walk that may stay put
-        o, n = _join(graph, o, n, edge, direction, at_origin=at_origin, dedupe=hops_left > 0)
-        key = o * num_nodes + n
-        new = ~_member(key, seen, num_nodes * num_nodes)  # the bitmap is chosen only if pairs ≥ N²/16
-        o, n = o[new], n[new]
-        if hops_left:
-            seen = np.union1d(seen, key[new])
-    if not keys:
-        return _EMPTY, _EMPTY
-    accepted = np.unique(np.concatenate(keys))
-    return accepted // num_nodes, accepted % num_nodes
-
-
-def _cap_per_group(first: np.ndarray, second: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray]:
-    """Keep the first `cap` rows of each run of equal `first` (rows sorted by first)."""
-    if first.size == 0:
-        return first, second
-    _, starts, inverse = np.unique(first, return_index=True, return_inverse=True)
-    rank = np.arange(first.size) - starts[inverse]
-    keep = rank < cap
-    return first[keep], second[keep]
-
-
-# ---------------------------------------------------------------------------------------------------- grounding
-
-
-@dataclass(frozen=True)
-class _Arc:
-    """A triplet prepared for propagation: `step` is the graph direction from head to tail."""
-
-    index: int
-    triplet: Triplet
-    head: str
-    tail: str
-    edge: str | None
-    step: Direction
-    min_hops: int
-    max_hops: int
-
-
 def _resolve_flags(strict: bool, strict_types: bool | None, strict_edges: bool | None) -> tuple[bool, bool]:
     return (True if strict_types is None else strict_types), (strict if strict_edges is None else strict_edges)
 
@@ -359,7 +141,7 @@ def ground_triplets(
     known_edges = set(graph.edge_names)
 
     # Starting sets.
-    domains: dict[str, _Domain] = {}
+    domains: dict[str, Domain] = {}
     wiped = False
     for name, symbol in symbols.items():
         code: int | None = None
@@ -371,19 +153,19 @@ def ground_triplets(
         given = candidates.get(name)
         if given is None and symbol.is_constant:
             warnings.append(f"constant {name!r} has no candidates")
-            given = _EMPTY
+            given = EMPTY
         if given is None:
-            domains[name] = _Domain(None, code)
+            domains[name] = Domain(None, code)
             continue
         nodes = np.unique(np.asarray(given, np.int64))
         if nodes.size and (nodes[0] < 0 or nodes[-1] >= num_nodes):
             raise ValueError(f"candidates of {name!r} hold positions outside 0..{num_nodes - 1}")
         if code is not None:
             nodes = nodes[node_types[nodes] == code]
-        domains[name] = _Domain(nodes, code)
+        domains[name] = Domain(nodes, code)
         wiped = wiped or nodes.size == 0
 
-    arcs: list[_Arc] = []
+    arcs: list[Arc] = []
     for i, tp in enumerate(query.triplets):
         edge = tp.edge if use_edges else None
         if edge is not None and edge not in known_edges:
@@ -392,10 +174,10 @@ def ground_triplets(
         if tp.min_hops < 0 or tp.max_hops < tp.min_hops:
             raise ValueError(f"triplet {i} has invalid hops {tp.min_hops}..{tp.max_hops}")
         step: Direction = "out" if tp.direction == "out" else "both"
-        arcs.append(_Arc(i, tp, tp.head, tp.tail, edge, step, tp.min_hops, tp.max_hops))
+        arcs.append(Arc(i, tp, tp.head, tp.tail, edge, step, tp.min_hops, tp.max_hops))
 
     def wiped_result(rounds: int) -> GroundingResult:
-        return GroundingResult(query.target, _EMPTY, {s: _EMPTY for s in domains}, rounds, True, [], warnings)
+        return GroundingResult(query.target, EMPTY, {s: EMPTY for s in domains}, rounds, True, [], warnings)
 
     if wiped:
         return wiped_result(0)
@@ -407,15 +189,15 @@ def ground_triplets(
         dom = domains[name]
         if dom.nodes is not None and nodes.size == dom.nodes.size:
             return False
-        domains[name] = _Domain(nodes, dom.type_code)
+        domains[name] = Domain(nodes, dom.type_code)
         version[name] += 1
         return True
 
-    def revise(arc: _Arc, to_tail: bool) -> np.ndarray:
+    def revise(arc: Arc, to_tail: bool) -> np.ndarray:
         """The new set of the tail (to_tail) or of the head: itself ∩ the walk from the other side."""
         x_name, y_name = (arc.tail, arc.head) if to_tail else (arc.head, arc.tail)
         x, y = domains[x_name], domains[y_name]
-        forward_dir = arc.step if to_tail else _REVERSE[arc.step]  # walking from y to x
+        forward_dir = arc.step if to_tail else REVERSE[arc.step]  # walking from y to x
         if x_name == y_name:
             use_forward = False
         elif x.nodes is None:
@@ -424,16 +206,16 @@ def ground_triplets(
             use_forward = False
         else:
             forward_cost = int(graph.degree(y.nodes, arc.edge, forward_dir).sum())
-            support_cost = int(graph.degree(x.nodes, arc.edge, _REVERSE[forward_dir]).sum())
+            support_cost = int(graph.degree(x.nodes, arc.edge, REVERSE[forward_dir]).sum())
             use_forward = forward_cost <= support_cost
         if use_forward:
             assert y.nodes is not None
-            reached = _image(graph, y.nodes, arc.edge, forward_dir, arc.min_hops, arc.max_hops)
+            reached = image(graph, y.nodes, arc.edge, forward_dir, arc.min_hops, arc.max_hops)
             return x.restrict(reached, node_types, num_nodes)
         assert x.nodes is not None
         accept = _self_accept if x_name == y_name else _domain_accept(y, node_types, num_nodes)
-        origins, _ = _walk_pairs(
-            graph, x.nodes, arc.edge, _REVERSE[forward_dir], arc.min_hops, arc.max_hops, accept, cap=1
+        origins, _ = walk_pairs(
+            graph, x.nodes, arc.edge, REVERSE[forward_dir], arc.min_hops, arc.max_hops, accept, cap=1
         )
         return np.unique(origins)  # a subset of x.nodes (an origin may have several accepted ends)
 
@@ -442,7 +224,7 @@ def ground_triplets(
     while rounds < max_rounds:
         rounds += 1
         changed = False
-        deferred: list[_Arc] = []
+        deferred: list[Arc] = []
         for arc in arcs:
             if last_seen.get(arc.index) == (version[arc.head], version[arc.tail]):
                 continue  # neither side changed since this arc was last made consistent
@@ -470,7 +252,7 @@ def ground_triplets(
 
     sets: dict[str, np.ndarray | None] = {name: dom.nodes for name, dom in domains.items()}
     target_dom = domains.get(query.target)
-    target_nodes = target_dom.materialise(node_types, num_nodes) if target_dom is not None else _EMPTY
+    target_nodes = target_dom.materialise(node_types, num_nodes) if target_dom is not None else EMPTY
     sets[query.target] = target_nodes
     evidence = _evidence(graph, arcs, query.target, domains, target_nodes, node_types, max_evidence)
     return GroundingResult(query.target, target_nodes, sets, rounds, converged, evidence, warnings)
@@ -481,7 +263,7 @@ def _self_accept(origins: np.ndarray, ends: np.ndarray) -> np.ndarray:
 
 
 def _domain_accept(
-    dom: _Domain, node_types: np.ndarray, num_nodes: int
+    dom: Domain, node_types: np.ndarray, num_nodes: int
 ) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     def accept(origins: np.ndarray, ends: np.ndarray) -> np.ndarray:
         return dom.contains(ends, node_types, num_nodes)
@@ -499,9 +281,9 @@ def _symbols(query: StructuredQuery) -> dict[str, Symbol]:
 
 def _evidence(
     graph: GraphStore,
-    arcs: Sequence[_Arc],
+    arcs: Sequence[Arc],
     target: str,
-    domains: Mapping[str, _Domain],
+    domains: Mapping[str, Domain],
     target_nodes: np.ndarray,
     node_types: np.ndarray,
     cap: int,
@@ -512,120 +294,12 @@ def _evidence(
         if target not in (arc.head, arc.tail):
             continue
         other = arc.tail if arc.head == target else arc.head
-        direction = arc.step if arc.head == target else _REVERSE[arc.step]
+        direction = arc.step if arc.head == target else REVERSE[arc.step]
         accept = _self_accept if other == target else _domain_accept(domains[other], node_types, num_nodes)
         if cap < 1 or target_nodes.size == 0:
-            t, o = _EMPTY, _EMPTY
+            t, o = EMPTY, EMPTY
         else:
-            t, o = _walk_pairs(graph, target_nodes, arc.edge, direction, arc.min_hops, arc.max_hops, accept, cap)
-            t, o = _cap_per_group(t, o, cap)
+            t, o = walk_pairs(graph, target_nodes, arc.edge, direction, arc.min_hops, arc.max_hops, accept, cap)
+            t, o = cap_per_group(t, o, cap)
         out.append(TripletEvidence(arc.index, arc.triplet, other, t, o))
     return out
-
-
-# ---------------------------------------------------------------------------------------------------- scope loop
-
-
-def candidates_per_constant(scope: float, l_max: int) -> int:
-    """S[l] takes the first round(l) candidates (half rounds up: l = 1.5 → 2), never more than l_max."""
-    return min(math.floor(scope + 0.5), l_max)
-
-
-def _grounding_component_has_constant(query: StructuredQuery) -> bool:
-    """Whether the target is linked through triplets to a constant (otherwise the graph strand cannot focus)."""
-    constants = {s.name for s in query.constants}
-    adjacency: dict[str, set[str]] = {}
-    for tp in query.triplets:
-        adjacency.setdefault(tp.head, set()).add(tp.tail)
-        adjacency.setdefault(tp.tail, set()).add(tp.head)
-    if query.target not in adjacency:
-        return False
-    seen = {query.target}
-    stack = [query.target]
-    while stack:
-        for nxt in adjacency[stack.pop()]:
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
-    return bool(seen & constants)
-
-
-def expand_scope(
-    query: StructuredQuery,
-    ranked_candidates: Mapping[str, np.ndarray],
-    graph: GraphStore,
-    *,
-    node_types: np.ndarray,
-    type_codes: Mapping[str, int],
-    k: int = 20,
-    l_max: int = 100,
-    strict: bool = True,
-    strict_types: bool | None = None,
-    strict_edges: bool | None = None,
-    max_rounds: int = 50,
-    max_evidence: int = 3,
-) -> ScopeResult:
-    """Algorithm 1 lines 5–10: ground with the first l candidates per constant, growing l until ≥ k answers.
-
-    l starts at 1 and grows as l ← l^1.5 + 0.5 (1, 1.5, 2.34, 4.07, 8.72, 26.25, 135.0, …); S[l] takes the first
-    round(l) candidates of each constant (`candidates_per_constant`). The paper's loop guard `l < l_max` would
-    never ground with l_max candidates (l jumps from 26.25 to 135.0 for l_max = 100) and would not run at all for
-    l_max = 1, although its Table 19 reports results for l_max = 1; here the guard is l ≤ l_max and, when l
-    jumps past l_max while fewer than k answers are found, a last grounding runs with l = l_max exactly. An
-    iteration whose per-constant count equals the previous one (1.5 and 2.34 both take 2) or that cannot add a
-    candidate (every constant's list is shorter) reuses the previous grounding; the loop stops once every list
-    is exhausted. Entries of `ranked_candidates` for variables (attribute-filtered sets) are used whole.
-
-    Ungrounded (graph strand skipped, the pipeline falls back to step 7): no triplet, no constant, no triplet
-    chain linking the target to a constant, or l_max < 1.
-    """
-    constants = [s.name for s in query.constants]
-    reason = ""
-    if not query.triplets:
-        reason = "the query has no triplet"
-    elif not constants:
-        reason = "the query has no constant"
-    elif not _grounding_component_has_constant(query):
-        reason = "no triplet chain links the target to a constant"
-    elif l_max < 1:
-        reason = "l_max < 1 disables graph grounding"
-    if reason:
-        return ScopeResult(False, _EMPTY, 0.0, 0, [], None, reason)
-
-    ranked = {name: np.asarray(ranked_candidates.get(name, _EMPTY), np.int64) for name in constants}
-    fixed = {name: arr for name, arr in ranked_candidates.items() if name not in ranked}
-    longest = max(arr.size for arr in ranked.values())
-
-    def ground(count: int) -> GroundingResult:
-        subset = {name: arr[:count] for name, arr in ranked.items()}
-        return ground_triplets(
-            query,
-            {**fixed, **subset},
-            graph,
-            node_types=node_types,
-            type_codes=type_codes,
-            strict=strict,
-            strict_types=strict_types,
-            strict_edges=strict_edges,
-            max_rounds=max_rounds,
-            max_evidence=max_evidence,
-        )
-
-    iterations: list[tuple[float, int]] = []
-    scope = 1.0  # the paper's l
-    result: GroundingResult | None = None
-    effective = -1  # per-constant count the current `result` was computed with, after exhausting lists
-    count = 0
-    while scope <= l_max:
-        count = candidates_per_constant(scope, l_max)
-        if min(count, longest) != effective:
-            result = ground(count)
-            effective = min(count, longest)
-        assert result is not None
-        iterations.append((scope, int(result.candidates.size)))
-        if result.candidates.size >= k or count >= l_max or count >= longest:
-            break
-        nxt = scope**1.5 + 0.5
-        scope = nxt if nxt <= l_max else float(l_max)
-    assert result is not None
-    return ScopeResult(True, result.candidates, scope, count, iterations, result)
