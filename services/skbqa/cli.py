@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from skbqa.common.errors import BundleError, InvalidInputError, SkbqaError
+from skbqa.embedded.engine import STRATEGY_NAMES as STRATEGIES
 
 logger = logging.getLogger("skbqa")
-
-STRATEGIES = ("bm25", "vss", "hybrid")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from skbqa.embedded.engine import EmbeddedEngine
+from skbqa.embedded.engine import STRATEGY_NAMES, EmbeddedEngine
 from skbqa.eval.runner import compare, evaluate_strategy
 from skbqa.ingest.builder import bundle_checksum, ingest
 from skbqa.models.local_encoder import load_encoder
@@ -54,7 +54,7 @@ def run_demo(bundle: Path, index: Path, *, qa_file: str, strategy: str, question
             out(f" {mark} {answer.rank}. {answer.name} ({answer.type}, id {answer.node_id}) — {answer.why}")
         found = [a.rank for a in result.items if a.node_id in gold]
         out(f"   answers found at ranks {found or 'none'} of top 20, {result.timings_ms['total']:.0f} ms")
-    reports = [evaluate_strategy(engine, items, s) for s in ("bm25", "vss", "hybrid")]
+    reports = [evaluate_strategy(engine, items, s) for s in STRATEGY_NAMES]
     summary = compare(reports)
     out("")
     out(f"All {len(items)} questions, ratios against bm25 (same run):")

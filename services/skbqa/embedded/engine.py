@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from skbqa.common.errors import IndexStoreError
@@ -17,12 +18,17 @@ from skbqa.strategies.lexical import Bm25Strategy
 DEFAULT_STRATEGY = "hybrid"
 
 
+# The one list of strategies: the CLI's choices, the demo and eval all read it from here.
+STRATEGY_FACTORIES: dict[str, Callable[[IndexStores], Strategy]] = {
+    "bm25": Bm25Strategy,
+    "vss": VssStrategy,
+    "hybrid": HybridStrategy,
+}
+STRATEGY_NAMES = tuple(STRATEGY_FACTORIES)
+
+
 def build_strategies(stores: IndexStores) -> dict[str, Strategy]:
-    return {
-        "bm25": Bm25Strategy(stores),
-        "vss": VssStrategy(stores),
-        "hybrid": HybridStrategy(stores),
-    }
+    return {name: factory(stores) for name, factory in STRATEGY_FACTORIES.items()}
 
 
 class EmbeddedEngine:

@@ -14,7 +14,7 @@ import numpy as np
 
 from skbqa.common.errors import BundleError
 from skbqa.skb.jsonl import find_jsonl, read_jsonl
-from skbqa.skb.model import SKB, Scalar
+from skbqa.skb.model import SKB, Scalar, lookup_positions
 from skbqa.skb.schema import Schema
 
 logger = logging.getLogger(__name__)
@@ -136,10 +136,8 @@ def _read_edges(path: Path, skb: SKB) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
 
 def _positions_or_error(skb: SKB, ids: np.ndarray, lines: np.ndarray, file: str, end: str) -> np.ndarray:
-    if ids.size == 0:
-        return ids
-    pos = np.minimum(np.searchsorted(skb.node_ids, ids), skb.num_nodes - 1)
-    bad = np.flatnonzero(skb.node_ids[pos] != ids)
+    pos = lookup_positions(skb.node_ids, ids)
+    bad = np.flatnonzero(pos < 0)
     if bad.size:
         i = int(bad[0])
         raise BundleError(file, int(lines[i]), f"edge {end} {int(ids[i])} is not a node id in nodes.jsonl")

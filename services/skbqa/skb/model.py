@@ -16,6 +16,15 @@ from skbqa.skb.schema import Schema
 Scalar = str | int | float | bool | None
 
 
+def lookup_positions(sorted_ids: np.ndarray, ids: np.ndarray | list[int]) -> np.ndarray:
+    """Positions of `ids` in the ascending `sorted_ids` (one binary search each); -1 where an id is absent."""
+    arr = np.asarray(ids, dtype=np.int64)
+    if arr.size == 0 or sorted_ids.size == 0:
+        return np.full(arr.shape, -1, np.int64)
+    pos = np.minimum(np.searchsorted(sorted_ids, arr), sorted_ids.size - 1)
+    return np.where(sorted_ids[pos] == arr, pos, -1).astype(np.int64)
+
+
 @dataclass
 class SKB:
     schema: Schema
@@ -38,13 +47,11 @@ class SKB:
 
     def positions(self, ids: np.ndarray | list[int]) -> np.ndarray:
         """External ids → positions; raises KeyError naming the first unknown id."""
-        arr = np.asarray(ids, dtype=np.int64)
-        pos = np.searchsorted(self.node_ids, arr)
-        pos = np.minimum(pos, max(self.num_nodes - 1, 0))
-        bad = self.node_ids[pos] != arr if self.num_nodes else np.ones(arr.shape, bool)
-        if bad.any():
-            raise KeyError(int(arr[np.argmax(bad)]))
-        return pos.astype(np.int64)
+        pos = lookup_positions(self.node_ids, ids)
+        bad = np.flatnonzero(pos < 0)
+        if bad.size:
+            raise KeyError(int(np.asarray(ids, dtype=np.int64)[bad[0]]))
+        return pos
 
     def ids(self, positions: np.ndarray | list[int]) -> np.ndarray:
         return self.node_ids[np.asarray(positions, dtype=np.int64)]

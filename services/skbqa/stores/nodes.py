@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from skbqa.skb.model import SKB, Scalar
+from skbqa.skb.model import SKB, Scalar, lookup_positions
 from skbqa.skb.schema import Schema
 
 _ARRAYS = "nodes.npz"
@@ -44,11 +44,7 @@ class NodeTable:
 
     def positions(self, ids: np.ndarray | list[int]) -> np.ndarray:
         """External ids → positions; unknown ids map to -1 (answers may name nodes outside the index)."""
-        arr = np.asarray(ids, np.int64)
-        if arr.size == 0 or len(self) == 0:
-            return np.full(arr.shape, -1, np.int64)
-        pos = np.minimum(np.searchsorted(self.ids, arr), len(self) - 1)
-        return np.where(self.ids[pos] == arr, pos, -1).astype(np.int64)
+        return lookup_positions(self.ids, ids)
 
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
