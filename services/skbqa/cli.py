@@ -12,8 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from skbqa.cli_explain import print_explanation, print_item_evidence
 from skbqa.common.errors import BundleError, InvalidInputError, SkbqaError
+from skbqa.embedded.engine import DEFAULT_STRATEGY
 from skbqa.embedded.engine import STRATEGY_NAMES as STRATEGIES
+from skbqa.eval.specs import parse_options, parse_spec, split_specs
 
 logger = logging.getLogger("skbqa")
 
@@ -35,10 +38,19 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ask", help="answer one question")
     p.add_argument("--index", type=Path, required=True)
     p.add_argument("question")
-    p.add_argument("--strategy", default="hybrid", choices=STRATEGIES)
+    p.add_argument("--strategy", default=DEFAULT_STRATEGY, choices=STRATEGIES)
     p.add_argument("--k", type=int, default=20)
+    p.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="per-request strategy setting, repeatable (af: alpha, l_max, strict, steps, reranker, parser, k)",
+    )
     p.add_argument("--json", action="store_true", help="print the full answer as JSON")
-    p.add_argument("--explain", action="store_true", help="print every score and the evidence per answer")
+    p.add_argument(
+        "--explain", action="store_true", help="print the parsed query, every score and the evidence per answer"
+    )
 
     p = sub.add_parser("eval", help="STaRK metrics and latency over a QA file")
     p.add_argument("--index", type=Path, required=True)
@@ -46,7 +58,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--strategy",
         default="hybrid",
-        help="one strategy, or several separated by commas: the first is the baseline for ratios",
+        help="one strategy spec, or several separated by commas: the first is the baseline for ratios; a spec "
+        "may carry options, e.g. 'bm25,af[steps=1+7],af[steps=1-7]'",
     )
     p.add_argument("--split", default=None, help="with a STaRK stark_qa.csv: train, val or test")
     p.add_argument("--limit", type=int, default=None)
@@ -57,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--bundle", type=Path, default=Path("data/biomed-sample"))
     p.add_argument("--index", type=Path, default=Path(".skbqa/biomed-sample"))
     p.add_argument("--qa-file", default="qa.jsonl", help="QA file inside the bundle")
-    p.add_argument("--strategy", default="hybrid", choices=STRATEGIES)
+    p.add_argument("--strategy", default=DEFAULT_STRATEGY, choices=STRATEGIES)
     p.add_argument("--questions", type=int, default=5, help="how many questions to show in detail")
 
     p = sub.add_parser("synth", help="generate a synthetic STaRK-like SKB bundle with QA")
@@ -111,19 +124,20 @@ def _ingest(args: argparse.Namespace) -> int:
 def _ask(args: argparse.Namespace) -> int:
     from skbqa.embedded.engine import EmbeddedEngine
 
+    options = parse_options(args.option)
     engine = EmbeddedEngine.open(args.index)
-    result = engine.ask(args.question, strategy=args.strategy, k=args.k)
+    result = engine.ask(args.question, strategy=args.strategy, k=args.k, options=options)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
         return 0
     print(f"Q: {result.question}   [{result.strategy}, {result.timings_ms['total']:.0f} ms]")
+    if args.explain:
+        print_explanation(result)
     for item in result.items:
         print(f"{item.rank:>3}. {item.name}  ({item.type}, id {item.node_id})  score {item.score:.3f}")
         print(f"       why: {item.why}")
         if args.explain:
-            print(f"       scores: {json.dumps(item.scores)}  source: {item.source}")
-            if item.evidence:
-                print(f"       evidence: {json.dumps(item.evidence)}")
+            print_item_evidence(item)
     return 0
 
 
@@ -132,8 +146,8 @@ def _eval(args: argparse.Namespace) -> int:
     from skbqa.eval.runner import compare, evaluate_strategy
     from skbqa.skb.qa import load_qa
 
-    strategies = [s.strip() for s in args.strategy.split(",") if s.strip()]
-    unknown = [s for s in strategies if s not in STRATEGIES]
+    strategies = split_specs(args.strategy)
+    unknown = [s for s in strategies if parse_spec(s)[0] not in STRATEGIES]
     if not strategies or unknown:
         raise InvalidInputError(
             f"unknown strategy {unknown or args.strategy!r}; choose from {', '.join(STRATEGIES)}"
@@ -155,11 +169,14 @@ def _eval(args: argparse.Namespace) -> int:
 
 def _print_eval(summary: dict[str, Any]) -> None:
     names = ("hit@1", "hit@5", "hit@20", "recall@20", "mrr")
-    print(f"{'strategy':<10} {'n':>5} " + " ".join(f"{n:>9}" for n in names) + f" {'p50 ms':>8} {'p95 ms':>8}")
+    width = max(10, *(len(n) for n in summary["strategies"]))
+    print(
+        f"{'strategy':<{width}} {'n':>5} " + " ".join(f"{n:>9}" for n in names) + f" {'p50 ms':>8} {'p95 ms':>8}"
+    )
     for name, report in summary["strategies"].items():
         m, lat = report["metrics"], report["latency_ms"]
         print(
-            f"{name:<10} {report['n']:>5} "
+            f"{name:<{width}} {report['n']:>5} "
             + " ".join(f"{m[n]:>9.2f}" for n in names)
             + f" {lat['p50']:>8.1f} {lat['p95']:>8.1f}"
         )
@@ -167,7 +184,7 @@ def _print_eval(summary: dict[str, Any]) -> None:
         print(f"ratios vs {summary['baseline']}:")
         for name, ratio in summary["ratios"].items():
             cells = " ".join(f"{(ratio[n] if ratio[n] is not None else float('nan')):>9.2f}" for n in names)
-            print(f"{name:<10} {'':>5} {cells} {ratio['latency_p50'] or float('nan'):>8.2f}")
+            print(f"{name:<{width}} {'':>5} {cells} {ratio['latency_p50'] or float('nan'):>8.2f}")
     for name, report in summary["strategies"].items():
         print(f"{name} by target type:")
         for t, m in report["by_target_type"].items():

@@ -42,6 +42,7 @@ class Answer:
     k: int
     items: list[AnswerItem]
     timings_ms: dict[str, float]
+    notes: dict[str, Any] = field(default_factory=dict)  # strategy reports: the parsed query, scope, reranking
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -69,20 +70,21 @@ def answer(
     *,
     strategy: str,
     k: int = 20,
+    options: Mapping[str, Any] | None = None,
 ) -> Answer:
     if strategy not in strategies:
         raise InvalidInputError(f"unknown strategy {strategy!r}; available: {', '.join(sorted(strategies))}")
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
         raise InvalidInputError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
     text = clean_question(question)
-    query = QueryContext(text, encoder)
+    query = QueryContext(text, encoder, options=dict(options or {}))
     started = time.perf_counter()
     candidates = strategies[strategy].retrieve(query, k)[:k]
     with query.stage("explain"):
         items = [_item(stores, query, rank, c) for rank, c in enumerate(candidates, start=1)]
     timings = {name: round(seconds * 1000, 3) for name, seconds in query.timings.items()}
     timings["total"] = round((time.perf_counter() - started) * 1000, 3)
-    return Answer(text, strategy, k, items, timings)
+    return Answer(text, strategy, k, items, timings, query.notes)
 
 
 def _item(stores: IndexStores, query: QueryContext, rank: int, candidate: Candidate) -> AnswerItem:

@@ -38,11 +38,13 @@ def synth_index(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def test_ask_prints_ranked_answers_and_json(synth_index: tuple[Path, Path]) -> None:
     bundle, index = synth_index
-    question = json.loads((bundle / "qa.jsonl").read_text().splitlines()[0])["question"]
+    first = json.loads((bundle / "qa.jsonl").read_text().splitlines()[0])
+    question = first["question"]
     done = skbqa("ask", "--index", str(index), question, "--k", "5", "--json")
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
-    assert answer["strategy"] == "hybrid" and len(answer["items"]) == 5
+    assert answer["strategy"] == "af" and len(answer["items"]) == 5  # af is the default strategy
+    assert answer["notes"]["parsed"]["target_type"] == first["target_type"]
     assert {"node_id", "name", "type", "score", "why", "scores"} <= set(answer["items"][0])
     text = skbqa("ask", "--index", str(index), question, "--strategy", "bm25", "--k", "3", "--explain")
     assert text.returncode == 0 and " 1. " in text.stdout and "why:" in text.stdout and "scores:" in text.stdout

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from skbqa.common.errors import IndexStoreError
 from skbqa.models.encoder import Encoder
 from skbqa.models.local_encoder import encoder_from_name
 from skbqa.pipeline import Answer, answer
 from skbqa.stores.index import IndexStores, open_index
+from skbqa.strategies.af import AfStrategy
 from skbqa.strategies.base import Strategy
 from skbqa.strategies.dense import VssStrategy
 from skbqa.strategies.hybrid import HybridStrategy
 from skbqa.strategies.lexical import Bm25Strategy
 
-DEFAULT_STRATEGY = "hybrid"
+DEFAULT_STRATEGY = "af"
 
 
 # The one list of strategies: the CLI's choices, the demo and eval all read it from here.
@@ -23,6 +25,7 @@ STRATEGY_FACTORIES: dict[str, Callable[[IndexStores], Strategy]] = {
     "bm25": Bm25Strategy,
     "vss": VssStrategy,
     "hybrid": HybridStrategy,
+    "af": AfStrategy,
 }
 STRATEGY_NAMES = tuple(STRATEGY_FACTORIES)
 
@@ -50,5 +53,14 @@ class EmbeddedEngine:
             )
         return cls(stores, encoder)
 
-    def ask(self, question: str, *, strategy: str = DEFAULT_STRATEGY, k: int = 20) -> Answer:
-        return answer(self.stores, self.strategies, self.encoder, question, strategy=strategy, k=k)
+    def ask(
+        self,
+        question: str,
+        *,
+        strategy: str = DEFAULT_STRATEGY,
+        k: int = 20,
+        options: Mapping[str, Any] | None = None,
+    ) -> Answer:
+        return answer(
+            self.stores, self.strategies, self.encoder, question, strategy=strategy, k=k, options=options
+        )

@@ -14,6 +14,7 @@ from typing import Any
 
 from skbqa.embedded.engine import EmbeddedEngine
 from skbqa.eval.metrics import METRIC_NAMES, mean_metrics, percentiles, question_metrics
+from skbqa.eval.specs import parse_spec
 from skbqa.skb.model import QAItem
 
 logger = logging.getLogger(__name__)
@@ -57,6 +58,7 @@ def evaluate_strategy(
     depth: int = DEFAULT_EVAL_DEPTH,
     progress: bool = False,
 ) -> StrategyReport:
+    name, options = parse_spec(strategy)
     rows: list[dict[str, float]] = []
     per_type: dict[str, list[dict[str, float]]] = defaultdict(list)
     totals: list[float] = []
@@ -74,7 +76,7 @@ def evaluate_strategy(
         if not known:
             skipped += 1  # every answer is outside this index: nothing can be scored
             continue
-        result = engine.ask(item.question, strategy=strategy, k=depth)
+        result = engine.ask(item.question, strategy=name, k=depth, options=options)
         row = question_metrics([a.node_id for a in result.items], known)
         rows.append(row)
         per_type[target_type_of(engine, item)].append(row)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -29,6 +29,9 @@ class ScopeResult:
     iterations: list[tuple[float, int]]  # (l, |target set|) for every loop iteration, in order
     result: GroundingResult | None  # the last grounding
     reason: str = ""  # why the query is ungrounded
+    # Parallel to `candidates`: the per-constant count with which each candidate was first grounded. Answers found
+    # with the constants' best candidates are the focus; later ones come from widening the scope.
+    levels: np.ndarray = field(default_factory=lambda: EMPTY)
 
 
 # ---------------------------------------------------------------------------------------------------- scope loop
@@ -124,11 +127,17 @@ def expand_scope(
     result: GroundingResult | None = None
     effective = -1  # per-constant count the current `result` was computed with, after exhausting lists
     count = 0
+    seen = EMPTY
+    seen_levels = EMPTY
     while scope <= l_max:
         count = candidates_per_constant(scope, l_max)
         if min(count, longest) != effective:
             result = ground(count)
             effective = min(count, longest)
+            new = np.setdiff1d(result.candidates, seen, assume_unique=True)
+            if new.size:
+                seen = np.concatenate([seen, new])
+                seen_levels = np.concatenate([seen_levels, np.full(new.size, effective, np.int64)])
         assert result is not None
         iterations.append((scope, int(result.candidates.size)))
         if result.candidates.size >= k or count >= l_max or count >= longest:
@@ -136,4 +145,9 @@ def expand_scope(
         nxt = scope**1.5 + 0.5
         scope = nxt if nxt <= l_max else float(l_max)
     assert result is not None
-    return ScopeResult(True, result.candidates, scope, count, iterations, result)
+    # Widening the scope only adds candidates in practice, but arc consistency does not promise it: report the
+    # last grounding's set, each with the level it was first seen at.
+    order = np.argsort(seen, kind="stable")
+    at = np.searchsorted(seen[order], result.candidates)
+    levels = seen_levels[order][at] if result.candidates.size else EMPTY
+    return ScopeResult(True, result.candidates, scope, count, iterations, result, levels=levels)

@@ -58,6 +58,9 @@ class StructuredQuery:
     # An OR in WHERE becomes alternative queries whose answers are united; each alternative is complete.
     alternatives: list[StructuredQuery] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # The target type a separate step predicted (the LLM parser's step 1). The vector strand filters by it; the
+    # target symbol keeps the type the Cypher returned, which may differ. None when no such step ran.
+    predicted_type: str | None = None
 
     @property
     def target_type(self) -> str | None:

@@ -32,6 +32,11 @@ class QueryContext:
     question: str
     encoder: Encoder
     timings: dict[str, float] = field(default_factory=dict)
+    # Per-request overrides of a strategy's settings (af: alpha, l_max, strict, reranker, steps); validated by
+    # the strategy that reads them.
+    options: dict[str, Any] = field(default_factory=dict)
+    # What a strategy wants to report beside its candidates (the af strategy's parsed query and scope).
+    notes: dict[str, Any] = field(default_factory=dict)
     _embedding: np.ndarray | None = None
 
     @contextmanager
@@ -41,6 +46,18 @@ class QueryContext:
             yield
         finally:
             self.timings[name] = self.timings.get(name, 0.0) + (time.perf_counter() - started)
+
+    def encode_with_question(self, texts: list[str]) -> np.ndarray:
+        """Embeddings of `texts`; the question rides along in the same encoder call when not yet embedded (one
+        batched call costs little more than one text)."""
+        if not texts:
+            return np.zeros((0, 0), np.float32)
+        with self.stage("encode"):
+            if self._embedding is None:
+                vectors = self.encoder.encode([self.question, *texts])
+                self._embedding = vectors[0]
+                return vectors[1:]
+            return self.encoder.encode(texts)
 
     @property
     def embedding(self) -> np.ndarray:

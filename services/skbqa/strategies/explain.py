@@ -20,8 +20,21 @@ def matched_terms(stores: IndexStores, question: str, position: int) -> list[str
     return seen[:MAX_TERMS_SHOWN]
 
 
+def _graph_reason(candidate: Candidate) -> str:
+    """ "fits (…)-[edge]->(…) via X; chromosome = 11" for answers the af strategy grounded."""
+    parts: list[str] = []
+    for triplet in candidate.evidence.get("triplets", []):
+        via = ", ".join(n["name"] for n in triplet.get("through", [])[:2])
+        parts.append(f"fits {triplet['pattern']}" + (f" via {via}" if via else ""))
+    parts.extend(f"has {c}" for c in candidate.evidence.get("constraints", []))
+    return "; ".join(parts)
+
+
 def reason(stores: IndexStores, question: str, candidate: Candidate) -> str:
     parts: list[str] = []
+    graph = _graph_reason(candidate)
+    if graph:
+        parts.append(graph)
     scores = candidate.scores
     if "cosine" in scores:
         parts.append(f"similar to the question (cosine {scores['cosine']:.3f})")

@@ -8,9 +8,13 @@ nodes that only one retriever happened to rank.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from skbqa.stores.index import IndexStores
+from skbqa.stores.text.bm25 import Bm25Index
+from skbqa.stores.vectors.exact import ExactIndex
 from skbqa.strategies.base import Candidate, QueryContext
 
 DEFAULT_DENSE_WEIGHT = 0.5
@@ -43,25 +47,61 @@ class HybridStrategy:
         self._pool = pool
 
     def retrieve(self, query: QueryContext, k: int) -> list[Candidate]:
-        vector = query.embedding
-        pool = max(self._pool, k)
-        with query.stage("vss"):
-            dense_hits = self._vectors.search(vector[None, :], pool)[0]
-        with query.stage("bm25"):
-            sparse_all = self._bm25.scores(query.question)
-            sparse_top = np.argpartition(-sparse_all, pool - 1)[:pool] if sparse_all.size > pool else None
-        with query.stage("fuse"):
-            keys = dense_hits.keys if sparse_top is None else np.union1d(dense_hits.keys, sparse_top)
-            dense = self._vectors.vectors_for(keys) @ vector
-            sparse = sparse_all[keys]
-            fused = self._dense_weight * min_max(dense) + (1 - self._dense_weight) * min_max(sparse)
-            order = np.lexsort((keys, -fused))[:k]
+        pool = fused_pool(self._bm25, self._vectors, query, max(self._pool, k), dense_weight=self._dense_weight)
+        return pool.candidates(k, self.name)
+
+
+@dataclass
+class FusedPool:
+    keys: np.ndarray
+    fused: np.ndarray
+    dense: np.ndarray
+    sparse: np.ndarray
+
+    def candidates(self, k: int, source: str) -> list[Candidate]:
+        order = np.lexsort((self.keys, -self.fused))[:k]
         return [
             Candidate(
-                int(keys[i]),
-                float(fused[i]),
-                self.name,
-                {"fused": float(fused[i]), "cosine": float(dense[i]), "bm25": float(sparse[i])},
+                int(self.keys[i]),
+                float(self.fused[i]),
+                source,
+                {"fused": float(self.fused[i]), "cosine": float(self.dense[i]), "bm25": float(self.sparse[i])},
             )
             for i in order
         ]
+
+
+def fused_pool(
+    bm25: Bm25Index,
+    vectors: ExactIndex,
+    query: QueryContext,
+    pool: int,
+    *,
+    dense_weight: float = DEFAULT_DENSE_WEIGHT,
+    node_types: list[int] | None = None,
+    exclude: np.ndarray | None = None,
+) -> FusedPool:
+    """Top `pool` nodes of each retriever (optionally of some types, minus `exclude`), scored by both."""
+    vector = query.embedding
+    extra = 0 if exclude is None else int(exclude.size)
+    with query.stage("vss"):
+        dense_hits = vectors.search(vector[None, :], pool + extra, node_types=node_types)[0]
+    with query.stage("bm25"):
+        sparse_all = bm25.scores(query.question)
+        if node_types is not None:
+            sparse_all = np.where(np.isin(bm25.node_types, node_types), sparse_all, 0.0).astype(np.float32)
+        want = min(pool + extra, sparse_all.size)
+        sparse_top = np.argpartition(-sparse_all, want - 1)[:want] if sparse_all.size > want else None
+    with query.stage("fuse"):
+        keys = dense_hits.keys if sparse_top is None else np.union1d(dense_hits.keys, sparse_top)
+        if node_types is not None:
+            keys = keys[np.isin(bm25.node_types[keys], node_types)]
+        if exclude is not None and exclude.size:
+            keys = np.setdiff1d(keys, exclude)
+        if keys.size == 0:
+            empty = np.zeros(0, np.float32)
+            return FusedPool(keys.astype(np.int64), empty, empty, empty)
+        dense = vectors.vectors_for(keys) @ vector
+        sparse = sparse_all[keys]
+        fused = dense_weight * min_max(dense) + (1 - dense_weight) * min_max(sparse)
+    return FusedPool(keys.astype(np.int64), fused, dense, sparse)

@@ -66,6 +66,11 @@ class Bm25Index:
     def __len__(self) -> int:
         return int(self._types.shape[0])
 
+    @property
+    def node_types(self) -> np.ndarray:
+        """Type code of every document (position order)."""
+        return self._types
+
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every document (position order) for one query; zeros when no token is known."""
         tokens = [t for t in words(query) if t in self._retriever.vocab_dict]  # type: ignore[attr-defined]

@@ -26,7 +26,7 @@ class ExactIndex:
         self._keys = np.zeros(0, np.int64)
         self._types = np.zeros(0, np.int16)
         self._vectors = np.zeros((0, dim), self._dtype)
-        self._sorted = True  # keys ascending → id-set filters use searchsorted
+        self._group_by_type()
 
     @property
     def dim(self) -> int:
@@ -47,24 +47,29 @@ class ExactIndex:
         self._keys = np.concatenate([self._keys, keys])
         self._types = np.concatenate([self._types, np.asarray(node_types, np.int16)])
         self._vectors = np.concatenate([self._vectors, vectors.astype(self._dtype)])
-        self._sorted = bool(np.all(self._keys[1:] > self._keys[:-1]))
+        self._group_by_type()
 
-    def _rows_for(self, node_types: Sequence[int] | None, keys: np.ndarray | None) -> np.ndarray | None:
-        """Row numbers passing the filters, or None when there is no filter (search everything)."""
-        rows: np.ndarray | None = None
-        if keys is not None:
-            wanted = np.unique(np.asarray(keys, np.int64))
-            if self._sorted:
-                pos = np.searchsorted(self._keys, wanted)
-                inside = pos < self._keys.size
-                pos, wanted = pos[inside], wanted[inside]
-                rows = pos[self._keys[pos] == wanted]
-            else:
-                rows = np.flatnonzero(np.isin(self._keys, wanted))
-        if node_types is not None:
-            type_ok = np.isin(self._types, np.asarray(list(node_types), np.int16))
-            rows = np.flatnonzero(type_ok) if rows is None else rows[type_ok[rows]]
-        return rows
+    def _group_by_type(self) -> None:
+        """Store rows grouped by node type (then key), so a type-filtered search multiplies a contiguous view of
+        the matrix instead of copying the selected rows; keys are found through a sorted lookup."""
+        order = np.lexsort((self._keys, self._types))
+        if not np.array_equal(order, np.arange(order.size)):
+            self._keys, self._types, self._vectors = self._keys[order], self._types[order], self._vectors[order]
+        self._key_rows = np.argsort(self._keys, kind="stable")
+        self._sorted_keys = self._keys[self._key_rows]
+        codes, starts = np.unique(self._types, return_index=True)
+        ends = np.append(starts[1:], self._types.size)[: starts.size]
+        self._type_slices = {int(c): (int(a), int(b)) for c, a, b in zip(codes, starts, ends, strict=True)}
+
+    def _rows_for_keys(self, keys: np.ndarray) -> np.ndarray:
+        wanted = np.unique(np.asarray(keys, np.int64))
+        pos = np.searchsorted(self._sorted_keys, wanted)
+        inside = pos < self._sorted_keys.size
+        pos, wanted = pos[inside], wanted[inside]
+        return np.sort(self._key_rows[pos[self._sorted_keys[pos] == wanted]])
+
+    def _type_rows(self, node_types: Sequence[int]) -> list[tuple[int, int]]:
+        return [self._type_slices[int(c)] for c in sorted(set(node_types)) if int(c) in self._type_slices]
 
     def search(
         self,
@@ -74,17 +79,30 @@ class ExactIndex:
         node_types: Sequence[int] | None = None,
         keys: np.ndarray | None = None,
     ) -> list[Hits]:
-        queries = np.atleast_2d(np.asarray(queries, np.float32))
-        rows = self._rows_for(node_types, keys)
-        matrix = self._vectors if rows is None else self._vectors[rows]
-        candidate_keys = self._keys if rows is None else self._keys[rows]
-        n = matrix.shape[0]
-        if n == 0 or k <= 0:
-            return [Hits(np.zeros(0, np.int64), np.zeros(0, np.float32)) for _ in range(queries.shape[0])]
-        scores = (matrix @ queries.astype(self._dtype).T).astype(np.float32).T  # (q, n)
+        queries = np.atleast_2d(np.asarray(queries, np.float32)).astype(self._dtype)
+        empty = [Hits(np.zeros(0, np.int64), np.zeros(0, np.float32)) for _ in range(queries.shape[0])]
+        if keys is not None:
+            rows = self._rows_for_keys(keys)
+            if node_types is not None:
+                rows = rows[np.isin(self._types[rows], np.asarray(list(node_types), np.int16))]
+            candidate_keys = self._keys[rows]
+            matrix_scores = (self._vectors[rows] @ queries.T).astype(np.float32).T if rows.size else None
+        elif node_types is not None:
+            slices = self._type_rows(node_types)
+            candidate_keys = (
+                np.concatenate([self._keys[a:b] for a, b in slices]) if slices else np.zeros(0, np.int64)
+            )
+            parts = [(self._vectors[a:b] @ queries.T).astype(np.float32).T for a, b in slices]
+            matrix_scores = np.concatenate(parts, axis=1) if parts else None
+        else:
+            candidate_keys = self._keys
+            matrix_scores = (self._vectors @ queries.T).astype(np.float32).T if self._keys.size else None
+        n = candidate_keys.shape[0]
+        if matrix_scores is None or n == 0 or k <= 0:
+            return empty
         kk = min(k, n)
         results: list[Hits] = []
-        for row in scores:
+        for row in matrix_scores:
             top = np.argpartition(-row, kk - 1)[:kk] if kk < n else np.arange(n)
             # Sort by score, then key, so ties come out in a stable, reproducible order.
             top = top[np.lexsort((candidate_keys[top], -row[top]))]
@@ -92,10 +110,12 @@ class ExactIndex:
         return results
 
     def vectors_for(self, keys: np.ndarray) -> np.ndarray:
-        """Stored vectors for keys (float32), for re-scoring a known candidate set."""
-        rows = self._rows_for(None, keys)
-        assert rows is not None
-        return self._vectors[rows].astype(np.float32)
+        """Stored vectors for keys (float32), keys ascending, missing keys skipped: for re-scoring a known set."""
+        wanted = np.unique(np.asarray(keys, np.int64))
+        pos = np.searchsorted(self._sorted_keys, wanted)
+        inside = pos < self._sorted_keys.size
+        pos, wanted = pos[inside], wanted[inside]
+        return self._vectors[self._key_rows[pos[self._sorted_keys[pos] == wanted]]].astype(np.float32)
 
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
@@ -109,7 +129,7 @@ class ExactIndex:
             index._keys = data["keys"]
             index._types = data["types"]
             index._vectors = vectors.astype(index._dtype, copy=False)
-        index._sorted = bool(np.all(index._keys[1:] > index._keys[:-1]))
+        index._group_by_type()
         return index
 
     def close(self) -> None:

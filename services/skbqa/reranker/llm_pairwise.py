@@ -1,0 +1,114 @@
+"""Pairwise LLM reranker (AF-Retriever Table 1, the paper's chosen step 8): binary insertion sort with one A.2
+pairwise prompt per comparison.
+
+The sort is `pairwise_sort`'s batched binary insertion: every round's comparisons are independent and go out
+together (at most `concurrency` in flight): ≈ k·log2 k prompts (≈ 64 for k = 20) in ≈ 19 sequential rounds,
+counted in `usage["rounds"]`. An unparseable reply keeps the prior order for that comparison. When the
+deadline passes or the backend fails, the result is the sorted prefix (the items of every completed batch)
+followed by the not-yet-inserted items in prior order.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from skbqa.common.errors import InvalidInputError
+from skbqa.models.chat import ChatModel
+from skbqa.parser.query import StructuredQuery
+from skbqa.reranker.base import RerankOutcome
+from skbqa.reranker.descriptions import Description, NodeDescriber, fit_prompt
+from skbqa.reranker.llm_common import Deadline, LlmBase, LlmRerankSettings, UsageMeter
+from skbqa.reranker.pairwise_sort import DEFAULT_MAX_BATCH, Task, insert_batch, next_batch
+from skbqa.reranker.prompts import PAIRWISE, parse_choice
+from skbqa.stores.index import IndexStores
+from skbqa.strategies.base import Candidate, QueryContext
+
+
+class PairwiseReranker(LlmBase):
+    """PairwiseReranker(stores, model, settings=LlmRerankSettings(), *, describer=None, max_batch=16)."""
+
+    name = "pairwise"
+
+    def __init__(
+        self,
+        stores: IndexStores,
+        model: ChatModel,
+        settings: LlmRerankSettings | None = None,
+        *,
+        describer: NodeDescriber | None = None,
+        max_batch: int = DEFAULT_MAX_BATCH,
+    ) -> None:
+        super().__init__(stores, model, settings, describer=describer)
+        if max_batch < 1:
+            raise InvalidInputError(f"max_batch must be at least 1, got {max_batch}")
+        self._max_batch = max_batch
+
+    def rerank(
+        self, query: QueryContext, parsed: StructuredQuery | None, candidates: list[Candidate]
+    ) -> RerankOutcome:
+        meter = UsageMeter()
+        meter.add("rounds", 0)
+        if len(candidates) < 2:
+            return RerankOutcome(list(candidates), usage=meter.as_dict())
+        deadline = Deadline(self._settings.deadline)
+        with query.stage("rerank_describe"):
+            descriptions = self._describer.describe(candidates)
+        items = list(range(len(candidates)))
+        ordered, done, note = [0], 1, ""
+        while done < len(items):
+            batch = next_batch(len(ordered), items[done:], self._max_batch)
+            task = insert_batch(ordered, batch, self._max_batch)
+            merged, note = self._drive(task, query.question, descriptions, deadline, meter)
+            if merged is None:
+                break
+            ordered, done = merged, done + len(batch)
+        order = ordered + items[done:]
+        return RerankOutcome([candidates[i] for i in order], note=note, usage=meter.as_dict())
+
+    def _drive(
+        self,
+        task: Task[list[int]],
+        question: str,
+        descriptions: list[Description],
+        deadline: Deadline,
+        meter: UsageMeter,
+    ) -> tuple[list[int] | None, str]:
+        """Run one batch insertion round by round; (None, note) when it had to stop."""
+        answers: list[bool] | None = None
+        while True:
+            try:
+                request = next(task) if answers is None else task.send(answers)
+            except StopIteration as stop:
+                return stop.value, ""
+            meter.add("rounds")
+            jobs = [partial(self._before, a, b, question, descriptions, deadline, meter) for a, b in request]
+            results, note = self.fan_out(jobs, deadline)
+            if note:
+                return None, note
+            answers = [r.value for r in results if r is not None]
+
+    def _before(
+        self, a: int, b: int, question: str, descriptions: list[Description], deadline: Deadline, meter: UsageMeter
+    ) -> bool:
+        """Whether item a should rank before item b. Shown in prior order under their 1-based local ids."""
+        first, second = min(a, b), max(a, b)
+        one, two = descriptions[first], descriptions[second]
+
+        def render(texts: list[str]) -> str:
+            return PAIRWISE.format(
+                node1_id=first + 1,
+                node_type_1=one.type_name,
+                doc_info_1=texts[0],
+                node2_id=second + 1,
+                node_type_2=two.type_name,
+                doc_info_2=texts[1],
+                query=question,
+            )
+
+        fitted = fit_prompt(render, [one, two], self.prompt_budget)
+        meter.level(fitted.level)
+        choice = parse_choice(self.ask(fitted.prompt, deadline, meter), first + 1, second + 1)
+        if choice is None:
+            meter.add("unparsed")
+            return a < b  # keep the prior order
+        return choice == a + 1

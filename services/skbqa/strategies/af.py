@@ -1,0 +1,301 @@
+"""`af`: the AF-Retriever pipeline (Algorithm 1) over the embedded stores.
+
+1–3  parse the question (encoder parser by default; the LLM parser when configured) into a StructuredQuery;
+4    symbol candidates: up to l_max nodes per constant (exact names/aliases, then name-vector search), and
+     attribute-filtered sets for symbols with hard constraints;
+5    ground the triplets, widening the scope l ← l^1.5 + 0.5 until ≥ k answers or l_max (grounding/scope.py);
+6    rank the grounded set and keep round(α·k): cosine to the question, mixed with BM25 over the question's text
+     constraints when it has any; with `tiered`, answers grounded with fewer candidates per constant come first;
+7    fill up to k from the predicted type (hybrid cosine + BM25 over documents that include relations);
+8    rerank the k (local scored reranker by default; LLM rerankers when configured).
+`steps` selects the paper's ablation rows: 1+7, 1-5, 1-6, 1-7, 1-8.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+
+import numpy as np
+
+from skbqa.grounding.scope import ScopeResult, expand_scope
+from skbqa.parser.attribute_mentions import AttributeSpotter
+from skbqa.parser.base import Parser
+from skbqa.parser.query import AttributeConstraint, StructuredQuery, Symbol
+from skbqa.reranker.base import Reranker
+from skbqa.stores.index import IndexStores
+from skbqa.strategies.af_config import AfConfig
+from skbqa.strategies.af_evidence import grounded_evidence, parse_summary
+from skbqa.strategies.base import Candidate, QueryContext
+from skbqa.strategies.hybrid import fused_pool, min_max
+from skbqa.strategies.phrases import phrase_matches
+from skbqa.symbols.attributes import AttributeCatalog
+from skbqa.symbols.candidates import constant_candidates
+from skbqa.symbols.filters import apply_constraints
+from skbqa.symbols.lexicon import NAME, NameLexicon
+
+FILL_POOL = 100
+
+
+class AfStrategy:
+    name = "af"
+
+    def __init__(
+        self,
+        stores: IndexStores,
+        *,
+        parser: Parser | None = None,
+        rerankers: Mapping[str, Reranker] | None = None,
+        config: AfConfig | None = None,
+    ) -> None:
+        self._stores = stores
+        self.config = config or AfConfig()
+        self.config.validate()
+        if rerankers is None:
+            from skbqa.reranker.registry import build_reranker
+
+            # Without an LLM: the local reranker; LLM rerankers join when the engine is given a ChatModel.
+            rerankers = {"local": build_reranker("local", stores)}
+        self._rerankers = dict(rerankers)
+        self._lexicon: NameLexicon | None = None
+        self._lock = threading.Lock()
+        self._type_codes = {t.name: i for i, t in enumerate(stores.nodes.schema.node_types)}
+        self._catalog: AttributeCatalog | None = None
+        self._spotter: AttributeSpotter | None = None
+        if parser is None:
+            from skbqa.parser.encoder_parser import EncoderParser
+
+            parser = EncoderParser(
+                stores,
+                self.lexicon,
+                attribute_spotter=lambda text, node_type: self.spotter()(text, node_type),
+                guess_target_type=self._guess_target_type,
+            )
+        self.parser = parser
+
+    def lexicon(self) -> NameLexicon:
+        """Built on first use (a few seconds for 100k nodes), then shared by every request."""
+        with self._lock:
+            if self._lexicon is None:
+                self._lexicon = NameLexicon.build(self._stores.nodes)
+            return self._lexicon
+
+    def catalog(self) -> AttributeCatalog:
+        """Attribute columns for hard filters and for spotting values in questions; built on first use."""
+        with self._lock:
+            if self._catalog is None:
+                self._catalog = AttributeCatalog.build(self._stores.nodes)
+            return self._catalog
+
+    def spotter(self) -> AttributeSpotter:
+        catalog = self.catalog()
+        with self._lock:
+            if self._spotter is None:
+                self._spotter = AttributeSpotter(catalog)
+            return self._spotter
+
+    def _guess_target_type(self, query: QueryContext) -> str | None:
+        """Without a type word: the type with the largest summed cosine among the question's 20 nearest nodes."""
+        hits = self._stores.vectors[self.config.embedding_set].search(query.embedding[None, :], 20)[0]
+        if not hits.keys.size:
+            return None
+        codes = self._stores.nodes.types[hits.keys]
+        totals = np.bincount(codes, weights=np.maximum(hits.scores, 0.0))
+        return self._stores.nodes.schema.node_types[int(np.argmax(totals))].name
+
+    # ------------------------------------------------------------------------------------------------ retrieve
+
+    def retrieve(self, query: QueryContext, k: int) -> list[Candidate]:
+        """The pipeline's top `config.k`, then (for longer lists, e.g. MRR at depth 100) step 7's next best."""
+        config = self.config.with_options(query.options)
+        top = self._pipeline(query, config)
+        if k <= len(top):
+            return top[:k]
+        more = self._fill(query, config, np.asarray([c.position for c in top], np.int64), k - len(top))
+        for candidate in more:
+            candidate.evidence["strand"] = "beyond the pipeline's k (step 7 order)"
+        return top + more
+
+    def _fill(self, query: QueryContext, config: AfConfig, taken: np.ndarray, count: int) -> list[Candidate]:
+        parsed = query.notes.get("parsed", {})
+        type_code = self._type_codes.get(parsed.get("target_type") or "")
+        with query.stage("fill"):
+            pool = fused_pool(
+                self._stores.bm25,
+                self._stores.vectors[config.embedding_set],
+                query,
+                max(FILL_POOL, count),
+                node_types=None if type_code is None else [type_code],
+                exclude=taken,
+            )
+            matches = phrase_matches(self._stores.nodes, parsed.get("text", []), pool.keys)
+            if matches.any():
+                pool.fused = pool.fused + matches  # a verbatim phrase outranks any fused score (those are ≤ 1)
+            return pool.candidates(count, "vss")
+
+    def _pipeline(self, query: QueryContext, config: AfConfig) -> list[Candidate]:
+        k = config.k
+        with query.stage("parse"):
+            parsed = self.parser.parse(query)
+        query.notes["parsed"] = parse_summary(parsed)
+        grounded: list[Candidate] = []
+        if config.steps != "1+7":
+            scope = self._ground(query, parsed, k, config)
+            query.notes["scope"] = {
+                "grounded": scope.grounded,
+                "reason": scope.reason,
+                "iterations": scope.iterations,
+                "candidates": int(scope.candidates.size),
+            }
+            if config.steps == "1-5":
+                order = np.lexsort((scope.candidates, scope.levels))
+                return [self._grounded(parsed, scope, int(i), 0.0, {}) for i in order[:k]]
+            grounded = self._rank_grounded(query, parsed, scope, k, config)
+        if config.steps == "1-6":
+            return grounded
+        taken = np.asarray([c.position for c in grounded], np.int64)
+        fill = self._fill(query, config, taken, k - len(grounded))
+        for candidate in fill:
+            candidate.evidence["strand"] = "vector fill (step 7)"
+        merged = grounded + fill
+        if config.steps == "1-7" or config.reranker == "none":
+            return merged
+        reranker = self._rerankers.get(config.reranker)
+        if reranker is None:
+            query.notes["rerank"] = f"reranker {config.reranker!r} is not configured; order kept"
+            return merged
+        with query.stage("rerank"):
+            outcome = reranker.rerank(query, parsed, merged)
+        if outcome.note:
+            query.notes["rerank"] = outcome.note
+        if outcome.usage:
+            query.notes["rerank_usage"] = outcome.usage
+        return outcome.candidates
+
+    # ------------------------------------------------------------------------------------------------ steps 4–5
+
+    def _ground(self, query: QueryContext, parsed: StructuredQuery, k: int, config: AfConfig) -> ScopeResult:
+        nodes = self._stores.nodes
+        with query.stage("symbols"):
+            ranked: dict[str, np.ndarray] = {}
+            constants = parsed.constants
+            if constants:
+                vectors = self._search_vectors(query, constants)
+                for constant, own in zip(constants, vectors, strict=True):
+                    ranked[constant.name] = constant_candidates(
+                        constant,
+                        own,
+                        lexicon=self.lexicon(),
+                        names=self._stores.vectors["name"],
+                        node_types=nodes.types,
+                        type_code=self._type_codes.get(constant.type or ""),
+                        l_max=config.l_max,
+                    )
+            if parsed.constraints:
+                ranked.update(self._filter_symbols(query, parsed, ranked))
+        with query.stage("ground"):
+            scope = expand_scope(
+                parsed,
+                ranked,
+                self._stores.graph,
+                node_types=nodes.types,
+                type_codes=self._type_codes,
+                k=k,
+                l_max=config.l_max,
+                strict=config.strict,
+            )
+            target_set = ranked.get(parsed.target)
+            if not scope.grounded and target_set is not None:
+                # Attribute filters alone narrowed the target ("genes on chromosome 17 that mention X").
+                ordered = np.unique(target_set)
+                scope = ScopeResult(
+                    True, ordered, 0.0, 0, [], None, "attribute filters only", np.ones_like(ordered)
+                )
+        return scope
+
+    def _filter_symbols(
+        self, query: QueryContext, parsed: StructuredQuery, ranked: dict[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
+        """Attribute constraints as hard filters: a constant keeps its ranked candidates that pass (in order), a
+        variable gets the passing nodes as its starting set. What cannot be applied is reported and, as the paper
+        does, its words join the question's text constraints for ranking."""
+        by_symbol: dict[str, list[AttributeConstraint]] = {}
+        for constraint in parsed.constraints:
+            by_symbol.setdefault(constraint.symbol, []).append(constraint)
+        out: dict[str, np.ndarray] = {}
+        for name, constraints in by_symbol.items():
+            symbol = parsed.symbols.get(name)
+            result = apply_constraints(self.catalog(), constraints, symbol.type if symbol else None)
+            for skipped in result.not_applied:
+                parsed.text_constraints.append(skipped.search_text)
+                parsed.warnings.append(
+                    f"constraint on {name} not applied ({skipped.reason}): {skipped.search_text}"
+                )
+            if result.positions is None:
+                continue
+            if name in ranked:
+                keep = np.isin(ranked[name], result.positions)
+                out[name] = ranked[name][keep]
+            else:
+                out[name] = result.positions
+        query.notes["parsed"] = parse_summary(parsed)
+        return out
+
+    def _search_vectors(self, query: QueryContext, constants: list[Symbol]) -> list[np.ndarray]:
+        """One embedding per search string of each constant. A string that is exactly a node's name reuses that
+        node's stored name vector (the same text through the same encoder); only the others are encoded."""
+        names = self._stores.vectors["name"]
+        lexicon = self.lexicon()
+        found: dict[str, np.ndarray] = {}
+        missing: list[str] = []
+        for text in {n for c in constants for n in c.names}:
+            exact = [e.position for e in lexicon.lookup(text, original=text) if e.kind == NAME]
+            stored = names.vectors_for(np.asarray(exact[:1], np.int64)) if exact else np.zeros((0, 0))
+            if stored.shape[0]:
+                found[text] = stored[0]
+            else:
+                missing.append(text)
+        for text, vector in zip(missing, query.encode_with_question(missing), strict=True):
+            found[text] = vector
+        return [np.stack([found[n] for n in c.names]) for c in constants]
+
+    # ------------------------------------------------------------------------------------------------ step 6
+
+    def _rank_grounded(
+        self, query: QueryContext, parsed: StructuredQuery, scope: ScopeResult, k: int, config: AfConfig
+    ) -> list[Candidate]:
+        if not scope.candidates.size:
+            return []
+        with query.stage("rank_grounded"):
+            keys = scope.candidates
+            dense = self._stores.vectors[config.embedding_set].vectors_for(keys) @ query.embedding
+            score = min_max(dense) if keys.size > 1 else np.ones(1, np.float32)
+            lexical = np.zeros(keys.size, np.float32)
+            if parsed.text_constraints and config.text_weight > 0:
+                lexical = self._stores.bm25.scores(" ".join(parsed.text_constraints))[keys]
+                if lexical.max() > 0:
+                    score = (1 - config.text_weight) * score + config.text_weight * min_max(lexical)
+            score = score + phrase_matches(self._stores.nodes, parsed.text_constraints, keys)
+            primary = scope.levels if config.tiered else np.zeros(keys.size, np.int64)
+            order = np.lexsort((keys, -score, primary))[: max(0, round(config.alpha * k))]
+            return [
+                self._grounded(
+                    parsed,
+                    scope,
+                    int(i),
+                    float(score[i]),
+                    {
+                        "cosine": float(dense[i]),
+                        "text_bm25": float(lexical[i]),
+                        "scope_level": int(scope.levels[i]),
+                    },
+                )
+                for i in order
+            ]
+
+    def _grounded(
+        self, parsed: StructuredQuery, scope: ScopeResult, i: int, score: float, scores: dict[str, float]
+    ) -> Candidate:
+        position = int(scope.candidates[i])
+        evidence = grounded_evidence(self._stores, parsed, scope, position)
+        return Candidate(position, score, "grounded", {"grounded": 1.0, **scores}, evidence)
