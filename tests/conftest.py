@@ -23,3 +23,17 @@ def onnx_encoder():
     from skbqa.models.local_encoder import load_encoder
 
     return load_encoder("onnx-int8")
+
+
+SAMPLE_BUNDLE = Path(__file__).resolve().parent.parent / "data" / "biomed-sample"
+
+
+@pytest.fixture(scope="session")
+def biomed_sample_engine(tmp_path_factory: pytest.TempPathFactory, onnx_encoder):
+    """The bundled real sample (3,043 nodes) ingested once per session with the default encoder (~35 s)."""
+    from skbqa.embedded.engine import EmbeddedEngine
+    from skbqa.ingest.builder import ingest
+
+    index = tmp_path_factory.mktemp("biomed-sample") / "index"
+    ingest(SAMPLE_BUNDLE, index, onnx_encoder, progress=False)
+    return EmbeddedEngine.open(index, encoder=onnx_encoder)

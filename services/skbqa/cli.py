@@ -47,6 +47,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="per-request strategy setting, repeatable (af: alpha, l_max, strict, steps, reranker, parser, k)",
     )
+    p.add_argument(
+        "--llm",
+        action="store_true",
+        help="use the OpenAI-compatible LLM set by SKBQA_LLM_URL / SKBQA_LLM_MODEL (docs/llm.md) for parsing "
+        "and the LLM rerankers",
+    )
     p.add_argument("--json", action="store_true", help="print the full answer as JSON")
     p.add_argument(
         "--explain", action="store_true", help="print the parsed query, every score and the evidence per answer"
@@ -64,6 +70,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--split", default=None, help="with a STaRK stark_qa.csv: train, val or test")
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--depth", type=int, default=100, help="ranked-list length scored (MRR looks this deep)")
+    p.add_argument(
+        "--llm",
+        action="store_true",
+        help="use the OpenAI-compatible LLM set by SKBQA_LLM_URL / SKBQA_LLM_MODEL (docs/llm.md) for parsing "
+        "and the LLM rerankers",
+    )
     p.add_argument("--json", type=Path, default=None, dest="json_out", help="write the report to this file")
 
     p = sub.add_parser("demo", help="ingest a bundle if needed, answer its questions and show why")
@@ -125,7 +137,7 @@ def _ask(args: argparse.Namespace) -> int:
     from skbqa.embedded.engine import EmbeddedEngine
 
     options = parse_options(args.option)
-    engine = EmbeddedEngine.open(args.index)
+    engine = EmbeddedEngine.open(args.index, chat=_chat(args))
     result = engine.ask(args.question, strategy=args.strategy, k=args.k, options=options)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
@@ -139,6 +151,15 @@ def _ask(args: argparse.Namespace) -> int:
         if args.explain:
             print_item_evidence(item)
     return 0
+
+
+def _chat(args: argparse.Namespace) -> Any:
+    """The ChatModel of `--llm` (settings from the environment; a missing variable is a one-line error)."""
+    if not args.llm:
+        return None
+    from skbqa.models.openai_chat import OpenAIChatModel
+
+    return OpenAIChatModel.from_env()
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -155,7 +176,7 @@ def _eval(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise InvalidInputError("--limit must be at least 1")
     items = load_qa(args.qa, split=args.split)[: args.limit]
-    engine = EmbeddedEngine.open(args.index)
+    engine = EmbeddedEngine.open(args.index, chat=_chat(args))
     reports = [
         evaluate_strategy(engine, items, s, depth=args.depth, progress=sys.stderr.isatty()) for s in strategies
     ]

@@ -83,10 +83,40 @@ def test_eval_writes_the_contract_json_and_compares_strategies(
     assert report["strategies"]["bm25"]["metrics"]["hit@20"] > 0
 
 
+def test_ask_explain_shows_the_parse_and_the_evidence(synth_index: tuple[Path, Path]) -> None:
+    bundle, index = synth_index
+    first = json.loads((bundle / "qa.jsonl").read_text().splitlines()[0])
+    done = skbqa("ask", "--index", str(index), first["question"], "--k", "3", "--explain", "--option", "l_max=10")
+    assert done.returncode == 0, done.stderr
+    assert "parsed: answer y:" in done.stdout and "grounding:" in done.stdout and "timings (ms):" in done.stdout
+    assert "satisfies (" in done.stdout and "strand: grounded" in done.stdout
+
+
+def test_eval_runs_an_ablation_in_one_process(synth_index: tuple[Path, Path], tmp_path: Path) -> None:
+    bundle, index = synth_index
+    out = tmp_path / "ablation.json"
+    specs = "bm25,af[steps=1+7],af[steps=1-5],af[steps=1-6],af[steps=1-7],af[steps=1-8,reranker=local]"
+    done = skbqa(
+        "eval", "--index", str(index), "--qa", str(bundle / "qa.jsonl"), "--strategy", specs, "--limit", "10",
+        "--json", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(out.read_text())
+    assert list(report["strategies"]) == [
+        s for s in specs.replace("],", "]|").replace("bm25,", "bm25|").split("|")
+    ]
+    full = report["strategies"]["af[steps=1-7]"]["metrics"]
+    assert full["hit@20"] >= report["strategies"]["af[steps=1+7]"]["metrics"]["hit@20"]
+    assert full["hit@1"] > report["strategies"]["bm25"]["metrics"]["hit@1"]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["ask", "--index", "{index}", "   "], "the question is empty"),
+        (["ask", "--index", "{index}", "what?", "--option", "alpha=3"], "alpha must be within"),
+        (["ask", "--index", "{index}", "what?", "--option", "alpha"], "is not KEY=VALUE"),
+        (["ask", "--index", "{index}", "what?", "--option", "reranker=listwise"], "is not configured"),
         (["ask", "--index", "{missing}", "anything"], "is not an skbqa index"),
         (["eval", "--index", "{index}", "--qa", "{missing}"], "QA file not found"),
         (["eval", "--index", "{index}", "--qa", "{qa}", "--strategy", "magic"], "unknown strategy"),

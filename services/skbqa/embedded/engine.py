@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from skbqa.common.errors import IndexStoreError
+from skbqa.models.chat import ChatModel
 from skbqa.models.encoder import Encoder
 from skbqa.models.local_encoder import encoder_from_name
 from skbqa.pipeline import Answer, answer
@@ -20,28 +21,32 @@ from skbqa.strategies.lexical import Bm25Strategy
 DEFAULT_STRATEGY = "af"
 
 
-# The one list of strategies: the CLI's choices, the demo and eval all read it from here.
-STRATEGY_FACTORIES: dict[str, Callable[[IndexStores], Strategy]] = {
-    "bm25": Bm25Strategy,
-    "vss": VssStrategy,
-    "hybrid": HybridStrategy,
-    "af": AfStrategy,
+# The one list of strategies: the CLI's choices, the demo and eval all read it from here. A factory receives the
+# stores and the engine's ChatModel (None without an LLM: strategies must then work without one).
+STRATEGY_FACTORIES: dict[str, Callable[[IndexStores, ChatModel | None], Strategy]] = {
+    "bm25": lambda stores, chat: Bm25Strategy(stores),
+    "vss": lambda stores, chat: VssStrategy(stores),
+    "hybrid": lambda stores, chat: HybridStrategy(stores),
+    "af": lambda stores, chat: AfStrategy(stores, chat=chat),
 }
 STRATEGY_NAMES = tuple(STRATEGY_FACTORIES)
 
 
-def build_strategies(stores: IndexStores) -> dict[str, Strategy]:
-    return {name: factory(stores) for name, factory in STRATEGY_FACTORIES.items()}
+def build_strategies(stores: IndexStores, chat: ChatModel | None = None) -> dict[str, Strategy]:
+    return {name: factory(stores, chat) for name, factory in STRATEGY_FACTORIES.items()}
 
 
 class EmbeddedEngine:
-    def __init__(self, stores: IndexStores, encoder: Encoder) -> None:
+    def __init__(self, stores: IndexStores, encoder: Encoder, chat: ChatModel | None = None) -> None:
         self.stores = stores
         self.encoder = encoder
-        self.strategies = build_strategies(stores)
+        self.chat = chat
+        self.strategies = build_strategies(stores, chat)
 
     @classmethod
-    def open(cls, index_dir: Path | str, *, encoder: Encoder | None = None) -> EmbeddedEngine:
+    def open(
+        cls, index_dir: Path | str, *, encoder: Encoder | None = None, chat: ChatModel | None = None
+    ) -> EmbeddedEngine:
         stores = open_index(index_dir)
         built_with = stores.manifest.get("encoder", {}).get("name", "")
         if encoder is None:
@@ -51,7 +56,7 @@ class EmbeddedEngine:
                 f"{index_dir} was built with encoder {built_with!r}; questions would be embedded with "
                 f"{encoder.name!r}, which is not comparable. Re-ingest with that encoder or drop the override."
             )
-        return cls(stores, encoder)
+        return cls(stores, encoder, chat)
 
     def ask(
         self,

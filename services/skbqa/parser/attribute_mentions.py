@@ -127,7 +127,7 @@ class AttributeSpotter:
         return [f.constraint for f in found]
 
     def _bare_year(self, text: QuestionText, key: str) -> _Found | None:
-        """"… published after 2009": a year with a temporal comparison refers to the type's only year/date."""
+        """ "… published after 2009": a year with a temporal comparison refers to the type's only year/date."""
         words = [t.lower for t in text.tokens]
         for index in range(len(words)):
             hit = self._compare_at(text, words, index)
@@ -179,8 +179,13 @@ class AttributeSpotter:
     def _comparison(self, text: QuestionText, label: tuple[str, ...], key: str) -> _Found | None:
         words = [t.lower for t in text.tokens]
         for start in self._labels(text, label):
-            # "<name> above 6.5" / "<name> of 2015"
+            # "<name> above 6.5" / "<name> of 2015" / "<name> 17" (a number right after the name: equality)
             after = start + len(label)
+            if after < len(words) and text.free(after, after + 1):
+                direct = _number(text, after)
+                if direct is not None:
+                    value, stop = direct
+                    return _Found(AttributeConstraint(self._symbol, key, "=", value), start, stop)
             for offset in range(VALUE_WINDOW):
                 hit = self._compare_at(text, words, after + offset)
                 if hit is not None:

@@ -119,18 +119,21 @@ class EncoderParser:
         return parsed
 
     def _names_a_node(self, text: QuestionText, cue: TextCue, target_type: str | None) -> bool:
-        """A weak cue's span that is exactly a name of a node of a type directly related to the answer's type is
-        a relation ("papers about <field>"): release its words for the constant pass."""
+        """A weak cue's span that is exactly the name of a node the schema relates to the answer's type in one
+        way only is a relation ("papers about <field>": has_topic); with several possible relations ("diseases
+        related to <phenotype>": phenotype, clinical feature, inheritance…) the words stay a text constraint."""
         if not cue.weak or target_type is None:
             return False
         positions = self._lexicon().positions(cue.text, original=cue.text)
         if not positions.size:
             return False
-        related = {e.source for e in self._schema.edge_types if e.target == target_type} | {
-            e.target for e in self._schema.edge_types if e.source == target_type
-        }
         types = {self._schema.node_types[int(c)].name for c in np.unique(self._stores.nodes.types[positions])}
-        if not types & related:
+        ways = [
+            e
+            for e in self._schema.edge_types
+            if (e.source == target_type and e.target in types) or (e.target == target_type and e.source in types)
+        ]
+        if len(ways) != 1:
             return False
         text.claim(cue.start, cue.body_start, "relation")
         text.release(cue.body_start, cue.end)

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 
+from skbqa.common.errors import InvalidInputError
 from skbqa.grounding.scope import ScopeResult, expand_scope
+from skbqa.models.chat import ChatModel, LlmError
 from skbqa.parser.attribute_mentions import AttributeSpotter
 from skbqa.parser.base import Parser
 from skbqa.parser.query import AttributeConstraint, StructuredQuery, Symbol
@@ -45,6 +48,7 @@ class AfStrategy:
         stores: IndexStores,
         *,
         parser: Parser | None = None,
+        chat: ChatModel | None = None,
         rerankers: Mapping[str, Reranker] | None = None,
         config: AfConfig | None = None,
     ) -> None:
@@ -52,26 +56,39 @@ class AfStrategy:
         self.config = config or AfConfig()
         self.config.validate()
         if rerankers is None:
-            from skbqa.reranker.registry import build_reranker
+            from skbqa.reranker.registry import LLM_RERANKERS, build_reranker
 
-            # Without an LLM: the local reranker; LLM rerankers join when the engine is given a ChatModel.
-            rerankers = {"local": build_reranker("local", stores)}
+            # Without an LLM: the local reranker; the LLM rerankers when a ChatModel is given.
+            names = ["local", *(LLM_RERANKERS if chat is not None else ())]
+            rerankers = {name: build_reranker(name, stores, chat) for name in names}
         self._rerankers = dict(rerankers)
         self._lexicon: NameLexicon | None = None
         self._lock = threading.Lock()
         self._type_codes = {t.name: i for i, t in enumerate(stores.nodes.schema.node_types)}
         self._catalog: AttributeCatalog | None = None
         self._spotter: AttributeSpotter | None = None
-        if parser is None:
-            from skbqa.parser.encoder_parser import EncoderParser
+        from skbqa.parser.encoder_parser import EncoderParser
 
-            parser = EncoderParser(
-                stores,
-                self.lexicon,
-                attribute_spotter=lambda text, node_type: self.spotter()(text, node_type),
-                guess_target_type=self._guess_target_type,
+        self._encoder_parser = EncoderParser(
+            stores,
+            self.lexicon,
+            attribute_spotter=lambda text, node_type: self.spotter()(text, node_type),
+            guess_target_type=self._guess_target_type,
+        )
+        self._parsers: dict[str, Parser] = {"encoder": parser or self._encoder_parser}
+        if chat is not None:
+            from skbqa.parser.llm_parser import LlmParser
+
+            self._parsers["llm"] = LlmParser.from_stores(
+                stores, chat, mode="strict" if self.config.strict else "lenient"
             )
-        self.parser = parser
+            if config is None:
+                self.config = replace(self.config, parser="llm")
+
+    @property
+    def parser(self) -> Parser:
+        """The parser used unless a request names another."""
+        return self._parsers[self.config.parser]
 
     def lexicon(self) -> NameLexicon:
         """Built on first use (a few seconds for 100k nodes), then shared by every request."""
@@ -109,7 +126,7 @@ class AfStrategy:
         """The pipeline's top `config.k`, then (for longer lists, e.g. MRR at depth 100) step 7's next best."""
         config = self.config.with_options(query.options)
         top = self._pipeline(query, config)
-        if k <= len(top):
+        if k <= len(top) or config.steps in ("1-5", "1-6"):  # graph-only rows are measured on their own answers
             return top[:k]
         more = self._fill(query, config, np.asarray([c.position for c in top], np.int64), k - len(top))
         for candidate in more:
@@ -118,7 +135,7 @@ class AfStrategy:
 
     def _fill(self, query: QueryContext, config: AfConfig, taken: np.ndarray, count: int) -> list[Candidate]:
         parsed = query.notes.get("parsed", {})
-        type_code = self._type_codes.get(parsed.get("target_type") or "")
+        type_code = self._type_codes.get(parsed.get("predicted_type") or parsed.get("target_type") or "")
         with query.stage("fill"):
             pool = fused_pool(
                 self._stores.bm25,
@@ -136,7 +153,7 @@ class AfStrategy:
     def _pipeline(self, query: QueryContext, config: AfConfig) -> list[Candidate]:
         k = config.k
         with query.stage("parse"):
-            parsed = self.parser.parse(query)
+            parsed = self._parse(query, config)
         query.notes["parsed"] = parse_summary(parsed)
         grounded: list[Candidate] = []
         if config.steps != "1+7":
@@ -162,8 +179,10 @@ class AfStrategy:
             return merged
         reranker = self._rerankers.get(config.reranker)
         if reranker is None:
-            query.notes["rerank"] = f"reranker {config.reranker!r} is not configured; order kept"
-            return merged
+            raise InvalidInputError(
+                f"reranker {config.reranker!r} is not configured (LLM rerankers need an LLM: `--llm`); "
+                f"available: none, {', '.join(sorted(self._rerankers))}"
+            )
         with query.stage("rerank"):
             outcome = reranker.rerank(query, parsed, merged)
         if outcome.note:
@@ -171,6 +190,28 @@ class AfStrategy:
         if outcome.usage:
             query.notes["rerank_usage"] = outcome.usage
         return outcome.candidates
+
+    def _parse(self, query: QueryContext, config: AfConfig) -> StructuredQuery:
+        parser = self._parsers.get(config.parser)
+        if parser is None:
+            raise InvalidInputError(
+                f"parser {config.parser!r} is not configured; available: {', '.join(sorted(self._parsers))}"
+            )
+        try:
+            traced = getattr(parser, "parse_traced", None)
+            if traced is None:
+                return parser.parse(query)
+            trace = traced(query)
+            query.notes["llm_usage"] = {
+                "calls": trace.calls,
+                "prompt_tokens": trace.prompt_tokens,
+                "completion_tokens": trace.completion_tokens,
+            }
+            return trace.query
+        except LlmError as exc:
+            # The LLM is down or too slow: answer with the encoder parser rather than not at all.
+            query.notes["parser_fallback"] = f"llm parser failed ({exc}); encoder parser used"
+            return self._encoder_parser.parse(query)
 
     # ------------------------------------------------------------------------------------------------ steps 4–5
 

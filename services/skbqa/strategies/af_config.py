@@ -19,6 +19,7 @@ class AfConfig:
     l_max: int = 100  # candidates per constant at most (scope expansion limit)
     strict: bool = True  # filter by edge types too (node types are always filtered: the paper's best hybrid)
     steps: str = "1-8"
+    parser: str = "encoder"  # "encoder" (no LLM) or "llm" (when the engine has a ChatModel)
     reranker: str = "none"  # measured: the local reranker lowers hit@1 on biomed dev (see bench/results)
     embedding_set: str = "relations"  # document embeddings used by steps 6–7
     text_weight: float = 0.5  # steps 6–7: weight of BM25 over the question's text constraints vs cosine
@@ -28,7 +29,17 @@ class AfConfig:
     def with_options(self, options: dict[str, Any]) -> AfConfig:
         if not options:
             return self
-        unknown = set(options) - {"k", "alpha", "l_max", "strict", "steps", "reranker", "text_weight", "tiered"}
+        unknown = set(options) - {
+            "k",
+            "alpha",
+            "l_max",
+            "strict",
+            "steps",
+            "parser",
+            "reranker",
+            "text_weight",
+            "tiered",
+        }
         if unknown:
             raise InvalidInputError(f"unknown af option(s): {', '.join(sorted(unknown))}")
         updated = replace(self, **options)

@@ -14,6 +14,7 @@ def parse_summary(parsed: StructuredQuery) -> dict[str, Any]:
     return {
         "target": parsed.target,
         "target_type": parsed.target_type,
+        "predicted_type": parsed.predicted_type,
         "symbols": {
             name: {"type": s.type, **({"names": list(s.names)} if s.names else {})}
             for name, s in parsed.symbols.items()

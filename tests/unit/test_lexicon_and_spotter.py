@@ -1,0 +1,111 @@
+"""The name lexicon (aliases inferred from the data) and the attribute spotter, on small hand-built tables."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from skbqa.parser.attribute_mentions import AttributeSpotter
+from skbqa.parser.question_text import QuestionText
+from skbqa.skb.schema import NodeType, Schema
+from skbqa.stores.nodes import NodeTable
+from skbqa.symbols.attributes import AttributeCatalog
+from skbqa.symbols.lexicon import ALIAS, NAME, NameLexicon
+
+
+def table(rows: list[tuple[str, str, dict]]) -> NodeTable:
+    types = sorted({t for t, _, _ in rows})
+    schema = Schema("t", "", [NodeType(t) for t in types], [])
+    return NodeTable(
+        schema,
+        np.arange(len(rows), dtype=np.int64),
+        np.asarray([types.index(t) for t, _, _ in rows], np.int16),
+        [n for _, n, _ in rows],
+        ["" for _ in rows],
+        [a for _, _, a in rows],
+    )
+
+
+def genes() -> NodeTable:
+    rows = []
+    for i in range(40):
+        rows.append(
+            (
+                "gene",
+                f"synthetic gene {i}",
+                {"symbol": f"SG{i}", "aliases": f"ALT{i}, alternative gene {i}", "chromosome": str(i % 5 + 1)},
+            )
+        )
+    rows.append(("gene", "Wiskott protein", {"symbol": "WAS", "aliases": "IMD2, THC", "chromosome": "X"}))
+    rows.append(("term", "chromosome, centromeric region", {"synonyms": "centromere; chromosome, centric region"}))
+    rows.append(("term", "binding", {"synonyms": "ligand binding; general binding"}))
+    return table(rows)
+
+
+def test_aliases_come_from_mostly_distinct_string_columns() -> None:
+    nodes = genes()
+    lexicon = NameLexicon.build(nodes)
+    keys = {(nodes.schema.node_types[c].name, k) for c, k, _ in lexicon.alias_keys}
+    assert ("gene", "symbol") in keys and ("gene", "aliases") in keys
+    assert ("gene", "chromosome") not in keys  # a small vocabulary of categories, not names
+    assert lexicon.positions("SG7").tolist() == [7]
+    assert lexicon.positions("alternative gene 7").tolist() == [7]
+    assert [e.kind for e in lexicon.lookup("synthetic gene 7")] == [NAME]
+    assert [e.kind for e in lexicon.lookup("alternative gene 7")] == [ALIAS]
+
+
+def test_semicolon_lists_keep_commas_inside_items() -> None:
+    lexicon = NameLexicon.build(genes())
+    term = 41
+    assert term in lexicon.positions("chromosome, centric region").tolist()
+    assert lexicon.positions("chromosome").size == 0  # not an item of its own
+    assert lexicon.positions("Centromere").tolist() == [term]  # case and punctuation do not matter for words
+
+
+def test_short_upper_case_aliases_must_match_their_case() -> None:
+    lexicon = NameLexicon.build(genes())
+    assert lexicon.positions("WAS", original="WAS").tolist() == [40]
+    assert lexicon.positions("was", original="was").size == 0  # the English word
+    assert lexicon.positions("Sg7", original="Sg7").tolist() == [7]  # digits make it unambiguous
+
+
+def test_spotter_reads_labelled_values_comparisons_and_years() -> None:
+    chromosomes = ["1", "2", "3", "X"]  # a letter among the values makes the column categorical, as in real data
+    rows = [
+        ("gene", f"g{i}", {"chromosome": chromosomes[i % 4], "gene_type": ["protein-coding", "ncRNA"][i % 2]})
+        for i in range(30)
+    ]
+    rows += [
+        ("paper", f"p{i}", {"year": 2000 + i, "rating": 1.5 + i / 4, "language": ["English", "French"][i % 2]})
+        for i in range(30)
+    ]
+    spotter = AttributeSpotter(AttributeCatalog.build(table(rows)))
+
+    def spot(question: str, node_type: str) -> list[tuple[str, str, object]]:
+        return [(c.attribute, c.op, c.value) for c in spotter(QuestionText.of(question), node_type)]
+
+    assert spot("Which genes are located on chromosome 2?", "gene") == [("chromosome", "=", "2")]
+    assert spot("Which genes located on chromosome 7 are there?", "gene") == []  # no such value in the SKB
+    assert spot("genes on chromosome x", "gene") == [("chromosome", "=", "X")]  # the stored spelling
+    assert spot("List ncRNA genes", "gene") == [("gene_type", "=", "ncRNA")]
+    assert spot("Which papers have a rating above 6.5?", "paper") == [("rating", ">", 6.5)]
+    assert spot("papers with a rating of at least 3", "paper") == [("rating", ">=", 3)]
+    assert spot("Which papers were published before 2010 and written in French?", "paper") == [
+        ("language", "=", "French"),
+        ("year", "<", 2010),
+    ]
+
+
+def test_a_numeric_attribute_followed_by_a_number_is_an_equality() -> None:
+    rows = [("gene", f"g{i}", {"chromosome": str(i % 3 + 1)}) for i in range(30)]
+    spotter = AttributeSpotter(AttributeCatalog.build(table(rows)))
+    found = spotter(QuestionText.of("genes on chromosome 3"), "gene")
+    assert [(c.attribute, c.op, c.value) for c in found] == [("chromosome", "=", 3)]
+
+
+def test_spotted_words_are_claimed() -> None:
+    rows = [("gene", f"g{i}", {"chromosome": str(i % 3 + 1)}) for i in range(30)]
+    spotter = AttributeSpotter(AttributeCatalog.build(table(rows)))
+    text = QuestionText.of("genes on chromosome 3 in the nucleus")
+    spotter(text, "gene")
+    claimed = [t.text for t, c in zip(text.tokens, text.claimed, strict=True) if c == "attribute"]
+    assert claimed == ["chromosome", "3"]
