@@ -176,7 +176,7 @@ def _eval(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise InvalidInputError("--limit must be at least 1")
     items = load_qa(args.qa, split=args.split)[: args.limit]
-    engine = EmbeddedEngine.open(args.index, chat=_chat(args))
+    engine = EmbeddedEngine.open(args.index, chat=_chat(args)).warm()  # first-use builds stay out of latency
     reports = [
         evaluate_strategy(engine, items, s, depth=args.depth, progress=sys.stderr.isatty()) for s in strategies
     ]

@@ -58,6 +58,14 @@ class EmbeddedEngine:
             )
         return cls(stores, encoder, chat)
 
+    def warm(self) -> EmbeddedEngine:
+        """Build the strategies' lazy structures now (a server calls this before it reports ready)."""
+        for strategy in self.strategies.values():
+            warm = getattr(strategy, "warm", None)
+            if warm is not None:
+                warm(self.encoder)
+        return self
+
     def ask(
         self,
         question: str,

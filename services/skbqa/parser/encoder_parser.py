@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from skbqa.models.encoder import Encoder
 from skbqa.parser.cues import TextCue, claim_text_cues
 from skbqa.parser.query import AttributeConstraint, StructuredQuery, Symbol, Triplet
 from skbqa.parser.question_text import FUNCTION_WORDS, QuestionText
@@ -37,7 +38,17 @@ MIN_FUZZY_WORDS = 2
 
 # Words naming the broader end of a hierarchy: "parents of X" means X is_a answer.
 INVERSE_WORDS = frozenset(
-    {"parent", "parents", "superclass", "superclasses", "supertype", "supertypes", "ancestor", "ancestors"}
+    {
+        "parent",
+        "parents",
+        "superclass",
+        "superclasses",
+        "supertype",
+        "supertypes",
+        "ancestor",
+        "ancestors",
+        "broader",
+    }
 )
 _RELATIVE_PRONOUNS = frozenset({"that", "which", "whom", "who"})
 # Words that may end a question after the last constant without making it a subject ("… are there?").
@@ -80,11 +91,14 @@ class EncoderParser:
         self._edge_name_stems = set().union(*(stems(e.name.replace("_", " ")) for e in self._schema.edge_types))
         self._relation_stems = set().union(*(stems(e.name + " " + e.description) for e in self._schema.edge_types))
 
-    def _relations(self, query: QueryContext) -> RelationChooser:
+    def _relations(self, encoder: Encoder) -> RelationChooser:
         with self._lock:
             if self._chooser is None:
-                self._chooser = RelationChooser(self._schema, query.encoder)
+                self._chooser = RelationChooser(self._schema, encoder)
             return self._chooser
+
+    def warm(self, encoder: Encoder) -> None:
+        self._relations(encoder).warm()
 
     # ------------------------------------------------------------------------------------------------ parse
 
@@ -242,7 +256,7 @@ class EncoderParser:
         if target_type is None:
             warnings.append("no target type: constants cannot be related to the answer")
             return parsed
-        chooser = self._relations(query)
+        chooser = self._relations(query.encoder)
         hints = self._types.mentions(text)
         node_types = self._stores.nodes.types
         plans: list[tuple[_Constant, str, list[tuple[str, np.ndarray, list[RelationOption]]]]] = []

@@ -75,6 +75,9 @@ class RelationChooser:
             self._edge_vectors = self._encoder.encode([edge_text(e) for e in self._edges])
         return self._edge_vectors
 
+    def warm(self) -> None:
+        self._vectors()
+
     def options(self, constant_type: str, target_type: str, *, constant_is_subject: bool) -> list[RelationOption]:
         """Schema paths from the constant's type to the target type: direct ones, else through one type."""
         direct = self._direct(constant_type, target_type, constant_is_subject)

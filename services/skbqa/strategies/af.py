@@ -22,6 +22,7 @@ import numpy as np
 from skbqa.common.errors import InvalidInputError
 from skbqa.grounding.scope import ScopeResult, expand_scope
 from skbqa.models.chat import ChatModel, LlmError
+from skbqa.models.encoder import Encoder
 from skbqa.parser.attribute_mentions import AttributeSpotter
 from skbqa.parser.base import Parser
 from skbqa.parser.query import AttributeConstraint, StructuredQuery, Symbol
@@ -84,6 +85,12 @@ class AfStrategy:
             )
             if config is None:
                 self.config = replace(self.config, parser="llm")
+
+    def warm(self, encoder: Encoder) -> None:
+        """Build what the first request would otherwise pay for (lexicon, attribute catalog, edge embeddings)."""
+        self.lexicon()
+        self.spotter()
+        self._encoder_parser.warm(encoder)
 
     @property
     def parser(self) -> Parser:
@@ -234,6 +241,11 @@ class AfStrategy:
                     )
             if parsed.constraints:
                 ranked.update(self._filter_symbols(query, parsed, ranked))
+            ids = nodes.ids
+            query.notes["constants"] = {
+                c.name: {"names": list(c.names), "candidates": [int(ids[p]) for p in ranked.get(c.name, [])[:5]]}
+                for c in constants
+            }
         with query.stage("ground"):
             scope = expand_scope(
                 parsed,
