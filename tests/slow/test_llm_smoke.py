@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from skbqa.embedded.engine import EmbeddedEngine
 from skbqa.models.openai_chat import OpenAIChatModel
 from skbqa.parser.llm_parser import LlmParser, ParseTrace
 from skbqa.skb.loaders import load_skb
@@ -154,3 +155,29 @@ def test_llm_parser_through_llama_cpp_server(llama_url: str) -> None:
         f"\n{counters['requests']} requests, {counters['prompt_tokens']} prompt + {counters['completion_tokens']} "
         f"completion tokens in {elapsed:.1f}s ({elapsed / len(traces):.1f}s per question)"
     )
+
+
+@pytest.mark.timeout(900)
+def test_af_with_llm_parser_and_reranker_through_llama_cpp_server(
+    llama_url: str, biomed_sample_engine: EmbeddedEngine
+) -> None:
+    """The whole LLM path of `af`: LLM parser (steps 1–3), grounding and filling, then an LLM reranker (step 8)."""
+    chat = OpenAIChatModel(
+        llama_url, "smollm2", timeout=180.0, retries=1, concurrency=1, context_window=CONTEXT, max_tokens=256
+    )
+    engine = EmbeddedEngine(biomed_sample_engine.stores, biomed_sample_engine.encoder, chat)
+    item = json.loads((SAMPLE / "qa.jsonl").read_text().splitlines()[5])
+    plain = engine.ask(item["question"], strategy="af", k=5, options={"parser": "encoder", "reranker": "none"})
+    result = engine.ask(item["question"], strategy="af", k=5, options={"parser": "llm", "reranker": "listwise"})
+    assert len(result.items) == 5 and len({i.node_id for i in result.items}) == 5
+    usage = result.notes["llm_usage"]
+    assert usage["calls"] >= 2 and usage["prompt_tokens"] > 0  # steps 1 and 2 really went to the model
+    assert result.notes.get("rerank_usage", {}).get("prompts", 0) == 1 or "rerank" in result.notes
+    assert "rerank" in result.timings_ms
+    # A listwise reranker reorders the pipeline's k; it never adds or drops an answer.
+    reranked = engine.ask(
+        item["question"], strategy="af", k=20, options={"parser": "encoder", "reranker": "listwise"}
+    )
+    baseline = engine.ask(item["question"], strategy="af", k=20, options={"parser": "encoder", "reranker": "none"})
+    assert {i.node_id for i in reranked.items} == {i.node_id for i in baseline.items}
+    assert plain.items  # the encoder path answers the same question without the model

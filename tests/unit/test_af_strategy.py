@@ -10,7 +10,10 @@ import pytest
 from skbqa.common.errors import InvalidInputError
 from skbqa.embedded.engine import EmbeddedEngine
 from skbqa.eval.runner import compare, evaluate_strategy
+from skbqa.parser.query import AttributeConstraint, StructuredQuery, Symbol, Triplet
 from skbqa.skb.qa import load_qa
+from skbqa.strategies.af import AfStrategy
+from skbqa.strategies.base import QueryContext
 from tests.conftest import SAMPLE_BUNDLE
 
 QUESTION = "What genes participating in methylation and located on chromosome 8 are there?"
@@ -109,3 +112,37 @@ def test_lenient_mode_and_small_scope_still_answer(biomed_sample_engine: Embedde
     for options in ({"strict": False}, {"l_max": 1}, {"l_max": 0}):
         result = biomed_sample_engine.ask(QUESTION, strategy="af", k=10, options=options)
         assert len(result.items) == 10
+
+
+class ScriptedParser:
+    """A parser that returns a fixed structured query (what an LLM's Cypher could have said)."""
+
+    name = "scripted"
+
+    def __init__(self, parsed: StructuredQuery) -> None:
+        self.parsed = parsed
+
+    def parse(self, query: QueryContext) -> StructuredQuery:
+        return self.parsed
+
+
+def test_constraints_filter_hard_and_unknown_ones_join_the_search_string(
+    biomed_sample_engine: EmbeddedEngine,
+) -> None:
+    parsed = StructuredQuery(
+        "y",
+        {"y": Symbol("y", "gene"), "c": Symbol("c", "biological_process", ("methylation",))},
+        [Triplet("y", "gene_participates_in_biological_process", "c")],
+        [
+            AttributeConstraint("y", "chromosome", "=", "8"),
+            AttributeConstraint("c", "flavour", "=", "histone"),  # no such attribute: a search word instead
+        ],
+    )
+    strategy = AfStrategy(biomed_sample_engine.stores, parser=ScriptedParser(parsed))
+    query = QueryContext("genes in methylation on chromosome 8", biomed_sample_engine.encoder)
+    candidates = strategy.retrieve(query, 20)
+    assert query.notes["constants"]["c"]["search_extra"] == ["flavour histone"]
+    assert any("not applied" in w for w in parsed.warnings)
+    nodes = biomed_sample_engine.stores.nodes
+    grounded = [c for c in candidates if c.source == "grounded"]
+    assert grounded and all(str(nodes.attrs[c.position]["chromosome"]) == "8" for c in grounded)

@@ -227,8 +227,9 @@ class AfStrategy:
         with query.stage("symbols"):
             ranked: dict[str, np.ndarray] = {}
             constants = parsed.constants
+            passing, extra_words = self._filter_symbols(parsed) if parsed.constraints else ({}, {})
             if constants:
-                vectors = self._search_vectors(query, constants)
+                vectors = self._search_vectors(query, constants, extra_words)
                 for constant, own in zip(constants, vectors, strict=True):
                     ranked[constant.name] = constant_candidates(
                         constant,
@@ -239,11 +240,18 @@ class AfStrategy:
                         type_code=self._type_codes.get(constant.type or ""),
                         l_max=config.l_max,
                     )
+            for name, allowed in passing.items():
+                # A constant keeps its ranked candidates that pass (in order); a variable starts from the set.
+                ranked[name] = ranked[name][np.isin(ranked[name], allowed)] if name in ranked else allowed
             if parsed.constraints:
-                ranked.update(self._filter_symbols(query, parsed, ranked))
+                query.notes["parsed"] = parse_summary(parsed)
             ids = nodes.ids
             query.notes["constants"] = {
-                c.name: {"names": list(c.names), "candidates": [int(ids[p]) for p in ranked.get(c.name, [])[:5]]}
+                c.name: {
+                    "names": list(c.names),
+                    "search_extra": extra_words.get(c.name, []),
+                    "candidates": [int(ids[p]) for p in ranked.get(c.name, [])[:5]],
+                }
                 for c in constants
             }
         with query.stage("ground"):
@@ -266,42 +274,45 @@ class AfStrategy:
                 )
         return scope
 
-    def _filter_symbols(
-        self, query: QueryContext, parsed: StructuredQuery, ranked: dict[str, np.ndarray]
-    ) -> dict[str, np.ndarray]:
-        """Attribute constraints as hard filters: a constant keeps its ranked candidates that pass (in order), a
-        variable gets the passing nodes as its starting set. What cannot be applied is reported and, as the paper
-        does, its words join the question's text constraints for ranking."""
+    def _filter_symbols(self, parsed: StructuredQuery) -> tuple[dict[str, np.ndarray], dict[str, list[str]]]:
+        """Attribute constraints as hard filters: the nodes passing every applicable constraint, per symbol.
+
+        What cannot be applied (an attribute or value the SKB does not have) joins, as the paper does, a
+        constant's search string; for a variable it joins the question's text constraints for ranking.
+        """
         by_symbol: dict[str, list[AttributeConstraint]] = {}
         for constraint in parsed.constraints:
             by_symbol.setdefault(constraint.symbol, []).append(constraint)
-        out: dict[str, np.ndarray] = {}
+        passing: dict[str, np.ndarray] = {}
+        extra: dict[str, list[str]] = {}
         for name, constraints in by_symbol.items():
             symbol = parsed.symbols.get(name)
             result = apply_constraints(self.catalog(), constraints, symbol.type if symbol else None)
             for skipped in result.not_applied:
-                parsed.text_constraints.append(skipped.search_text)
+                if skipped.reason == "name":
+                    continue  # a name equality is the constant's own search string already
+                if symbol is not None and symbol.is_constant:
+                    extra.setdefault(name, []).append(skipped.search_text)
+                else:
+                    parsed.text_constraints.append(skipped.search_text)
                 parsed.warnings.append(
                     f"constraint on {name} not applied ({skipped.reason}): {skipped.search_text}"
                 )
-            if result.positions is None:
-                continue
-            if name in ranked:
-                keep = np.isin(ranked[name], result.positions)
-                out[name] = ranked[name][keep]
-            else:
-                out[name] = result.positions
-        query.notes["parsed"] = parse_summary(parsed)
-        return out
+            if result.positions is not None:
+                passing[name] = result.positions
+        return passing, extra
 
-    def _search_vectors(self, query: QueryContext, constants: list[Symbol]) -> list[np.ndarray]:
+    def _search_vectors(
+        self, query: QueryContext, constants: list[Symbol], extra_words: dict[str, list[str]]
+    ) -> list[np.ndarray]:
         """One embedding per search string of each constant. A string that is exactly a node's name reuses that
         node's stored name vector (the same text through the same encoder); only the others are encoded."""
         names = self._stores.vectors["name"]
         lexicon = self.lexicon()
+        strings = [[" ".join([n, *extra_words.get(c.name, [])]) for n in c.names] for c in constants]
         found: dict[str, np.ndarray] = {}
         missing: list[str] = []
-        for text in {n for c in constants for n in c.names}:
+        for text in {t for group in strings for t in group}:
             exact = [e.position for e in lexicon.lookup(text, original=text) if e.kind == NAME]
             stored = names.vectors_for(np.asarray(exact[:1], np.int64)) if exact else np.zeros((0, 0))
             if stored.shape[0]:
@@ -310,7 +321,7 @@ class AfStrategy:
                 missing.append(text)
         for text, vector in zip(missing, query.encode_with_question(missing), strict=True):
             found[text] = vector
-        return [np.stack([found[n] for n in c.names]) for c in constants]
+        return [np.stack([found[t] for t in group]) for group in strings]
 
     # ------------------------------------------------------------------------------------------------ step 6
 
