@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from skbqa.common.errors import IndexStoreError
 from skbqa.models.chat import ChatModel
 from skbqa.models.encoder import Encoder
 from skbqa.models.local_encoder import encoder_from_name
 from skbqa.pipeline import Answer, answer
+from skbqa.spark.strategy import SparkStrategy
 from skbqa.stores.index import IndexStores, open_index
 from skbqa.strategies.af import AfStrategy
 from skbqa.strategies.base import Strategy
@@ -29,11 +30,18 @@ STRATEGY_FACTORIES: dict[str, Callable[[IndexStores, ChatModel | None], Strategy
     "hybrid": lambda stores, chat: HybridStrategy(stores),
     "af": lambda stores, chat: AfStrategy(stores, chat=chat),
 }
-STRATEGY_NAMES = tuple(STRATEGY_FACTORIES)
+# Strategies composed from others: built in a second pass, given the first pass's instances (one af, one lexicon).
+COMPOSED_FACTORIES: dict[str, Callable[[IndexStores, ChatModel | None, Mapping[str, Strategy]], Strategy]] = {
+    "spark": lambda stores, chat, built: SparkStrategy(stores, cast(AfStrategy, built["af"]), chat),
+}
+STRATEGY_NAMES = (*STRATEGY_FACTORIES, *COMPOSED_FACTORIES)
 
 
 def build_strategies(stores: IndexStores, chat: ChatModel | None = None) -> dict[str, Strategy]:
-    return {name: factory(stores, chat) for name, factory in STRATEGY_FACTORIES.items()}
+    built = {name: factory(stores, chat) for name, factory in STRATEGY_FACTORIES.items()}
+    for name, compose in COMPOSED_FACTORIES.items():
+        built[name] = compose(stores, chat, built)
+    return built
 
 
 class EmbeddedEngine:

@@ -74,7 +74,7 @@ class AfStrategy:
             stores,
             self.lexicon,
             attribute_spotter=lambda text, node_type: self.spotter()(text, node_type),
-            guess_target_type=self._guess_target_type,
+            guess_target_type=self.guess_target_type,
         )
         self._parsers: dict[str, Parser] = {"encoder": parser or self._encoder_parser}
         if chat is not None:
@@ -118,7 +118,7 @@ class AfStrategy:
                 self._spotter = AttributeSpotter(catalog)
             return self._spotter
 
-    def _guess_target_type(self, query: QueryContext) -> str | None:
+    def guess_target_type(self, query: QueryContext) -> str | None:
         """Without a type word: the type with the largest summed cosine among the question's 20 nearest nodes."""
         hits = self._stores.vectors[self.config.embedding_set].search(query.embedding[None, :], 20)[0]
         if not hits.keys.size:
@@ -227,9 +227,9 @@ class AfStrategy:
         with query.stage("symbols"):
             ranked: dict[str, np.ndarray] = {}
             constants = parsed.constants
-            passing, extra_words = self._filter_symbols(parsed) if parsed.constraints else ({}, {})
+            passing, extra_words = self.filter_symbols(parsed) if parsed.constraints else ({}, {})
             if constants:
-                vectors = self._search_vectors(query, constants, extra_words)
+                vectors = self.search_vectors(query, constants, extra_words)
                 for constant, own in zip(constants, vectors, strict=True):
                     ranked[constant.name] = constant_candidates(
                         constant,
@@ -274,7 +274,7 @@ class AfStrategy:
                 )
         return scope
 
-    def _filter_symbols(self, parsed: StructuredQuery) -> tuple[dict[str, np.ndarray], dict[str, list[str]]]:
+    def filter_symbols(self, parsed: StructuredQuery) -> tuple[dict[str, np.ndarray], dict[str, list[str]]]:
         """Attribute constraints as hard filters: the nodes passing every applicable constraint, per symbol.
 
         What cannot be applied (an attribute or value the SKB does not have) joins, as the paper does, a
@@ -302,7 +302,7 @@ class AfStrategy:
                 passing[name] = result.positions
         return passing, extra
 
-    def _search_vectors(
+    def search_vectors(
         self, query: QueryContext, constants: list[Symbol], extra_words: dict[str, list[str]]
     ) -> list[np.ndarray]:
         """One embedding per search string of each constant. A string that is exactly a node's name reuses that
