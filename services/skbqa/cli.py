@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from skbqa.cli_explain import print_explanation, print_item_evidence
+from skbqa.cli_sage import add_build_sage_parser, run_build_sage
 from skbqa.common.errors import BundleError, InvalidInputError, SkbqaError
 from skbqa.embedded.engine import DEFAULT_STRATEGY
 from skbqa.embedded.engine import STRATEGY_NAMES as STRATEGIES
@@ -90,6 +91,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--nodes", type=int, required=True)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--questions", type=int, default=200)
+
+    add_build_sage_parser(sub)
     return parser
 
 
@@ -100,7 +103,15 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
-        return {"ingest": _ingest, "ask": _ask, "eval": _eval, "demo": _demo, "synth": _synth}[args.command](args)
+        commands = {
+            "ingest": _ingest,
+            "ask": _ask,
+            "eval": _eval,
+            "demo": _demo,
+            "synth": _synth,
+            "build-sage": run_build_sage,
+        }
+        return commands[args.command](args)
     except (InvalidInputError, BundleError) as exc:
         print(f"skbqa: error: {exc}", file=sys.stderr)
         return 2

@@ -11,6 +11,7 @@ from skbqa.models.chat import ChatModel
 from skbqa.models.encoder import Encoder
 from skbqa.models.local_encoder import encoder_from_name
 from skbqa.pipeline import Answer, answer
+from skbqa.sage.strategy import SageStrategy
 from skbqa.spark.strategy import SparkStrategy
 from skbqa.stores.index import IndexStores, open_index
 from skbqa.strategies.af import AfStrategy
@@ -33,6 +34,7 @@ STRATEGY_FACTORIES: dict[str, Callable[[IndexStores, ChatModel | None], Strategy
 # Strategies composed from others: built in a second pass, given the first pass's instances (one af, one lexicon).
 COMPOSED_FACTORIES: dict[str, Callable[[IndexStores, ChatModel | None, Mapping[str, Strategy]], Strategy]] = {
     "spark": lambda stores, chat, built: SparkStrategy(stores, cast(AfStrategy, built["af"]), chat),
+    "sage": lambda stores, chat, built: SageStrategy(stores, built),
 }
 STRATEGY_NAMES = (*STRATEGY_FACTORIES, *COMPOSED_FACTORIES)
 
