@@ -1,4 +1,4 @@
-"""`skbqa` command line: ingest, ask, eval, synth (the stable contract of ARCHITECTURE.md).
+"""`skbqa` command line: ingest, ask, eval, demo, synth, build-sage, train-grape (ARCHITECTURE.md's contract).
 
 Errors print one line, `skbqa: error: ...`, and exit with status 2 for bad usage or input, 1 otherwise.
 """
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from skbqa.cli_explain import print_explanation, print_item_evidence
+from skbqa.cli_grape import add_train_grape_parser, run_train_grape
 from skbqa.cli_sage import add_build_sage_parser, run_build_sage
 from skbqa.common.errors import BundleError, InvalidInputError, SkbqaError
 from skbqa.embedded.engine import DEFAULT_STRATEGY
@@ -93,6 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--questions", type=int, default=200)
 
     add_build_sage_parser(sub)
+    add_train_grape_parser(sub)
     return parser
 
 
@@ -110,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             "demo": _demo,
             "synth": _synth,
             "build-sage": run_build_sage,
+            "train-grape": run_train_grape,
         }
         return commands[args.command](args)
     except (InvalidInputError, BundleError) as exc:

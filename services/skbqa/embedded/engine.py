@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from skbqa.common.errors import IndexStoreError
+from skbqa.grape.strategy import GrapeStrategy
 from skbqa.models.chat import ChatModel
 from skbqa.models.encoder import Encoder
 from skbqa.models.local_encoder import encoder_from_name
@@ -35,6 +36,7 @@ STRATEGY_FACTORIES: dict[str, Callable[[IndexStores, ChatModel | None], Strategy
 COMPOSED_FACTORIES: dict[str, Callable[[IndexStores, ChatModel | None, Mapping[str, Strategy]], Strategy]] = {
     "spark": lambda stores, chat, built: SparkStrategy(stores, cast(AfStrategy, built["af"]), chat),
     "sage": lambda stores, chat, built: SageStrategy(stores, built),
+    "grape": lambda stores, chat, built: GrapeStrategy(stores, cast(AfStrategy, built["af"])),
 }
 STRATEGY_NAMES = (*STRATEGY_FACTORIES, *COMPOSED_FACTORIES)
 
