@@ -30,6 +30,39 @@ from skbqa.skb.qa import load_qa
 TOKEN_KEYS = ("prompt_tokens", "completion_tokens")
 
 
+class RecordingChat:
+    """Delegates to the real adapter and appends every call (last 600 prompt characters, the reply, usage,
+    seconds, or the error) to a JSONL file, so unparsed replies can be inspected afterwards."""
+
+    def __init__(self, inner: OpenAIChatModel, path: Path) -> None:
+        self._inner = inner
+        self._path = path
+        self._lock = __import__("threading").Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def chat(self, messages: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        entry: dict[str, Any] = {
+            "messages": len(messages),
+            "prompt_tail": messages[-1].content[-600:],
+            "max_tokens": kwargs.get("max_tokens"),
+            "timeout": kwargs.get("timeout"),
+        }
+        try:
+            reply = self._inner.chat(messages, **kwargs)
+            entry.update(reply=reply.content, prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)
+            return reply
+        except Exception as exc:
+            entry["error"] = f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            entry["seconds"] = round(time.perf_counter() - started, 2)
+            with self._lock, self._path.open("a") as out:
+                out.write(json.dumps(entry) + "\n")
+
+
 def run_row(engine: EmbeddedEngine, chat: OpenAIChatModel, items: list[Any], spec: str, depth: int) -> dict[str, Any]:
     name, options = parse_spec(spec)
     before = chat.counters()
@@ -135,11 +168,32 @@ def main() -> int:
     ap.add_argument("--limit", type=int, required=True)
     ap.add_argument("--depth", type=int, default=20)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument(
+        "--rerank-deadline",
+        type=float,
+        default=None,
+        help="rebuild the af strategy's LLM rerankers with this deadline (s); default: the engine's own (30 s)",
+    )
+    ap.add_argument("--rerank-reply-tokens", type=int, default=None, help="with --rerank-deadline: reply budget")
+    ap.add_argument("--record", type=Path, default=None, help="append every LLM call and reply to this JSONL")
     args = ap.parse_args()
 
     chat = OpenAIChatModel.from_env()
+    engine_chat: Any = RecordingChat(chat, args.record) if args.record else chat
     started = time.perf_counter()
-    engine = EmbeddedEngine.open(args.index, chat=chat)
+    engine = EmbeddedEngine.open(args.index, chat=engine_chat)
+    if args.rerank_deadline is not None:
+        # AfConfig.rerank_deadline_s is not read by anything, so the deadline can only be set by building the
+        # rerankers here (the same classes the engine builds, with LlmRerankSettings(deadline=...)).
+        from skbqa.reranker.llm_common import LlmRerankSettings
+        from skbqa.reranker.registry import LLM_RERANKERS, RerankerSettings, build_reranker
+        from skbqa.strategies.af import AfStrategy
+
+        settings = RerankerSettings(
+            llm=LlmRerankSettings(deadline=args.rerank_deadline, reply_tokens=args.rerank_reply_tokens)
+        )
+        rerankers = {n: build_reranker(n, engine.stores, engine_chat, settings) for n in ("local", *LLM_RERANKERS)}
+        engine.strategies["af"] = AfStrategy(engine.stores, chat=engine_chat, rerankers=rerankers)
     items = load_qa(args.qa)[: args.limit]
     open_seconds = time.perf_counter() - started
     rows = []
@@ -165,6 +219,8 @@ def main() -> int:
                         "max_tokens": chat.max_tokens,
                     },
                     "engine_open_seconds": round(open_seconds, 1),
+                    "rerank_deadline_s": args.rerank_deadline or 30.0,
+                    "rerank_reply_tokens": args.rerank_reply_tokens,
                     "rows": rows,
                 },
                 indent=2,

@@ -221,6 +221,17 @@ def _print_eval(summary: dict[str, Any]) -> None:
             cells = " ".join(f"{(ratio[n] if ratio[n] is not None else float('nan')):>9.2f}" for n in names)
             print(f"{name:<{width}} {'':>5} {cells} {ratio['latency_p50'] or float('nan'):>8.2f}")
     for name, report in summary["strategies"].items():
+        llm = report.get("llm")
+        if llm:
+            n = report["n"]
+            print(f"{name} LLM: " + ", ".join(f"{k} {v}" for k, v in sorted(llm.items())))
+            if llm.get("parser_fallbacks"):
+                print(f"  warning: {llm['parser_fallbacks']} of {n} questions fell back to the encoder parser")
+            if llm.get("rerank_incomplete"):
+                print(
+                    f"  warning: the reranker stopped early (deadline or LLM error) on {llm['rerank_incomplete']} of {n}"
+                )
+    for name, report in summary["strategies"].items():
         print(f"{name} by target type:")
         for t, m in report["by_target_type"].items():
             print(

@@ -146,3 +146,17 @@ def test_constraints_filter_hard_and_unknown_ones_join_the_search_string(
     nodes = biomed_sample_engine.stores.nodes
     grounded = [c for c in candidates if c.source == "grounded"]
     assert grounded and all(str(nodes.attrs[c.position]["chromosome"]) == "8" for c in grounded)
+
+
+def test_eval_reports_when_the_llm_path_fell_back(biomed_sample_engine: EmbeddedEngine) -> None:
+    """With the endpoint down, af[parser=llm] still answers (encoder parser) and the report says so."""
+    from skbqa.models.openai_chat import OpenAIChatModel
+
+    dead = OpenAIChatModel("http://127.0.0.1:9/v1", "nobody", timeout=2.0, retries=0)
+    engine = EmbeddedEngine(biomed_sample_engine.stores, biomed_sample_engine.encoder, dead)
+    items = load_qa(SAMPLE_BUNDLE / "qa.jsonl")[:3]
+    report = evaluate_strategy(engine, items, "af[parser=llm]", depth=20)
+    assert report.llm["parser_fallbacks"] == 3
+    assert report.metrics["hit@1"] > 0  # the fallback parser answered
+    assert "llm" in report.to_dict()
+    assert not evaluate_strategy(engine, items, "af[parser=encoder]", depth=20).llm

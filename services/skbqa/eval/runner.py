@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from skbqa.embedded.engine import EmbeddedEngine
@@ -30,6 +30,9 @@ class StrategyReport:
     latency_ms: dict[str, Any]
     by_target_type: dict[str, dict[str, Any]]
     skipped: int
+    # What the LLM path really did: calls, tokens, and how often it fell back (a row whose parser always fell
+    # back measures the encoder parser, and the report must say so).
+    llm: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -39,6 +42,7 @@ class StrategyReport:
             "latency_ms": self.latency_ms,
             "by_target_type": self.by_target_type,
             "skipped_questions": self.skipped,
+            **({"llm": self.llm} if self.llm else {}),
         }
 
 
@@ -64,6 +68,7 @@ def evaluate_strategy(
     totals: list[float] = []
     stages: dict[str, list[float]] = defaultdict(list)
     skipped = 0
+    llm: dict[str, int] = {}
     iterator: Any = items
     if progress:
         from tqdm import tqdm
@@ -81,6 +86,7 @@ def evaluate_strategy(
         rows.append(row)
         per_type[target_type_of(engine, item)].append(row)
         totals.append(result.timings_ms["total"])
+        _count_llm(llm, result.notes)
         for stage, ms in result.timings_ms.items():
             if stage != "total":
                 stages[stage].append(ms)
@@ -90,7 +96,19 @@ def evaluate_strategy(
     for stage, values in stages.items():
         latency[stage] = percentiles(values)
     by_type = {t: {"n": len(r), **mean_metrics(r)} for t, r in sorted(per_type.items())}
-    return StrategyReport(strategy, len(rows), mean_metrics(rows), latency, by_type, skipped)
+    return StrategyReport(strategy, len(rows), mean_metrics(rows), latency, by_type, skipped, llm)
+
+
+def _count_llm(totals: dict[str, int], notes: dict[str, Any]) -> None:
+    def add(key: str, amount: int) -> None:
+        if amount:
+            totals[key] = totals.get(key, 0) + amount
+
+    for source, prefix in ((notes.get("llm_usage") or {}, "parser"), (notes.get("rerank_usage") or {}, "rerank")):
+        for key in ("calls", "prompts", "prompt_tokens", "completion_tokens", "failed", "skipped"):
+            add(f"{prefix}_{key}", int(source.get(key, 0) or 0))
+    add("parser_fallbacks", int("parser_fallback" in notes))
+    add("rerank_incomplete", int("rerank" in notes))
 
 
 def compare(reports: Sequence[StrategyReport]) -> dict[str, Any]:

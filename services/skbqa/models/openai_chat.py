@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from skbqa.common.errors import SkbqaError
+from skbqa.common.errors import InvalidInputError
 from skbqa.models.chat import ChatMessage, ChatReply, LlmError, estimate_tokens
 
 logger = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ ENV_PREFIX = "SKBQA_LLM_"
 COUNTERS = ("requests", "failures", "retries", "prompt_tokens", "completion_tokens", "estimated_usage")
 
 
-class LlmSettingsError(SkbqaError):
+class LlmSettingsError(InvalidInputError):
     """The LLM endpoint is misconfigured (a missing or invalid `SKBQA_LLM_*` variable, a bad URL)."""
 
 

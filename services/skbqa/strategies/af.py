@@ -201,8 +201,9 @@ class AfStrategy:
     def _parse(self, query: QueryContext, config: AfConfig) -> StructuredQuery:
         parser = self._parsers.get(config.parser)
         if parser is None:
+            hint = " (the LLM parser needs an LLM: `--llm`, docs/llm.md)" if config.parser == "llm" else ""
             raise InvalidInputError(
-                f"parser {config.parser!r} is not configured; available: {', '.join(sorted(self._parsers))}"
+                f"parser {config.parser!r} is not configured{hint}; available: {', '.join(sorted(self._parsers))}"
             )
         try:
             traced = getattr(parser, "parse_traced", None)

@@ -24,7 +24,6 @@ class AfConfig:
     embedding_set: str = "relations"  # document embeddings used by steps 6–7
     text_weight: float = 0.5  # steps 6–7: weight of BM25 over the question's text constraints vs cosine
     tiered: bool = True  # step 6: answers found with fewer candidates per constant rank first
-    rerank_deadline_s: float = 30.0
 
     def with_options(self, options: dict[str, Any]) -> AfConfig:
         if not options:
@@ -40,9 +39,12 @@ class AfConfig:
             "text_weight",
             "tiered",
         }
+        # Read by the LLM rerankers themselves (validated there): per-request deadline and fan-out.
+        passed_on = {"rerank_deadline_s", "rerank_concurrency"}
+        unknown -= passed_on
         if unknown:
             raise InvalidInputError(f"unknown af option(s): {', '.join(sorted(unknown))}")
-        updated = replace(self, **options)
+        updated = replace(self, **{k: v for k, v in options.items() if k not in passed_on})
         updated.validate()
         return updated
 
