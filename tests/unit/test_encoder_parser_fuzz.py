@@ -9,8 +9,46 @@ from skbqa.embedded.engine import EmbeddedEngine
 from skbqa.strategies.base import QueryContext
 
 WORDS = st.sampled_from(
-    "genes gene diseases which that of is a kind subtypes parents mention related to on chromosome 17 X above 6.5 "
-    "after 2015 methylation HAS2 Autosomal dominant inheritance the and or , ? \" ' ( ) 3-kinase binding".split()
+    [
+        "genes",
+        "gene",
+        "diseases",
+        "which",
+        "that",
+        "of",
+        "is",
+        "a",
+        "kind",
+        "subtypes",
+        "parents",
+        "mention",
+        "related",
+        "to",
+        "on",
+        "chromosome",
+        "17",
+        "X",
+        "above",
+        "6.5",
+        "after",
+        "2015",
+        "methylation",
+        "HAS2",
+        "Autosomal",
+        "dominant",
+        "inheritance",
+        "the",
+        "and",
+        "or",
+        ",",
+        "?",
+        '"',
+        "'",
+        "(",
+        ")",
+        "3-kinase",
+        "binding",
+    ]
 )
 QUESTIONS = st.one_of(
     st.text(min_size=1, max_size=300),

@@ -20,8 +20,8 @@ from skbqa.common.errors import InvalidInputError
 from skbqa.ingest.builder import ingest
 from skbqa.models.chat import ChatMessage, ChatReply, LlmError, estimate_tokens
 from skbqa.reranker.base import Reranker
-from skbqa.reranker.descriptions import NodeDescriber
-from skbqa.reranker.llm_common import LlmRerankSettings
+from skbqa.reranker.descriptions import FittedPrompt, NodeDescriber
+from skbqa.reranker.llm_common import LlmRerankSettings, UsageMeter
 from skbqa.reranker.llm_listwise import ListwiseReranker
 from skbqa.reranker.llm_pairwise import PairwiseReranker
 from skbqa.reranker.llm_pointwise import SCORE_KEY, PointwiseReranker
@@ -47,12 +47,17 @@ class FakeChat:
 
     name = "fake"
 
-    def __init__(self, reply: Reply, *, context_window: int = 200_000, delay: float = 0.0) -> None:
+    def __init__(
+        self, reply: Reply, *, context_window: int = 200_000, delay: float = 0.0, slots: int | None = None
+    ) -> None:
         self.context_window = context_window
+        if slots is not None:  # like OpenAIChatModel.concurrency: the adapter's own request slots
+            self.concurrency = slots
         self._reply = reply
         self._delay = delay
         self._lock = threading.Lock()
         self.prompts: list[str] = []
+        self.max_tokens: list[int | None] = []
         self.in_flight = 0
         self.max_in_flight = 0
 
@@ -67,6 +72,7 @@ class FakeChat:
         prompt = messages[-1].content
         with self._lock:
             self.prompts.append(prompt)
+            self.max_tokens.append(max_tokens)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
@@ -129,8 +135,8 @@ def by_relevance(items: list[int]) -> list[int]:
     return sorted(items, key=lambda i: -RELEVANCE[i])
 
 
-def query() -> QueryContext:
-    return QueryContext(QUESTION, HashingEncoder())
+def query(**options: object) -> QueryContext:
+    return QueryContext(QUESTION, HashingEncoder(), options=dict(options))
 
 
 PRIOR = random.Random(3).sample(range(K), K)  # the retrieval order the rerankers start from
@@ -241,6 +247,9 @@ def test_listwise_deadline_or_error_keeps_the_input_order(stores: IndexStores, a
     outcome = ListwiseReranker(stores, FakeChat(answer), settings).rerank(query(), None, candidates(stores, PRIOR))
     assert time.monotonic() - started < 1.5
     assert outcome.note == note and items_of(stores, outcome.candidates) == PRIOR
+    # The one call raised: it is a failure, not an answered prompt, and cost no counted tokens.
+    usage = outcome.usage
+    assert (usage["prompts"], usage["failed"], usage["prompt_tokens"], usage["completion_tokens"]) == (0, 1, 0, 0)
 
 
 # -------------------------------------------------------------------------------------------------- pairwise
@@ -350,7 +359,8 @@ def test_defensive_parsers() -> None:
     assert parse_score("The numeric score is: 0.85") == 0.85
     assert parse_score("Score (of 10): 8, i.e. 0.8") == 0.8
     assert parse_score("80%") == 0.8 and parse_score("<think>0.1</think> 1.0") == 1.0
-    assert parse_score("no") is None and parse_score("7/10") is None and parse_score("<think>0.3") is None
+    assert parse_score("no") is None and parse_score("<think>0.3") is None
+    assert parse_score("7/10") == 0.7  # a fraction of a scale (it used to be refused)
     assert parse_ranking("ID 3, ID 1, 3.5, 2", 3) == [3, 1, 2]
     assert parse_choice("7", 3, 7) == 7 and parse_choice("Comparing 3 and 7:\nso 3.", 3, 7) == 3
     assert parse_choice("3 or 7", 3, 7) is None and parse_choice("12", 3, 7) is None
@@ -376,3 +386,186 @@ def test_registry_builds_each_reranker_and_refuses_what_it_cannot_build(stores: 
     too_big = RerankerSettings(llm=LlmRerankSettings(reply_tokens=chat.context_window))
     with pytest.raises(InvalidInputError, match="reply_tokens"):
         build_reranker("listwise", stores, chat, too_big)
+
+
+# ---------------------------------------------------------------------------- measured with a small real LLM
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("The gene is 0.0, and the score of this gene is: 1.", 1.0),  # the number after "score", not the first
+        ("has a score of 2.5 out of 4", 0.625),  # "X out of N"
+        ("TBC1 domain family member 1. Its score is 0.2", 0.2),  # digits of the name are not the score
+        ("Confidence: 0.3 (the name mentions 0.9)", 0.3),
+        ("Rating: 8/10", 0.8),
+        ("Looks partial.\nI would say 0.9 then 0.4", 0.4),  # no keyword: last number of the last line
+        ("0.6 looks right.\nDone.", 0.6),  # no number on the last line: the first one anywhere
+        ("score of 3 out of 2 or so; 0.5", 0.5),  # an impossible fraction is not a score
+    ],
+)
+def test_parse_score_prefers_the_stated_score(reply: str, expected: float) -> None:
+    assert parse_score(reply) == expected
+
+
+def test_parse_ranking_reads_only_standalone_integers() -> None:
+    reply = (
+        "The elements that participate in activation of GTPase activity are:\n"
+        "1. ARL10C, Gie1; 2. GPN-loop GTPase 1 (GPRAG), P386R; 3. ADP ribosylation factor like GTPase 9B, RHO7; "
+        "4. Rho family GTPase 2 (ARL2); 5. ..."
+    )
+    assert parse_ranking(reply, K) == [1, 2, 3, 4, 5]  # no 9 from "9B", no 10 / 386 / 7 from the names
+    assert parse_ranking("2B, 3, 4.0, x5, 1", 5) == [3, 1]
+    assert parse_choice("Option 7B is better than 3", 3, 7) == 3
+
+
+def test_reply_budgets_are_sized_to_the_expected_answer(stores: IndexStores) -> None:
+    expected = {PointwiseReranker: 64, PairwiseReranker: 32, ListwiseReranker: 8 * K + 32}
+    for kind, budget in expected.items():
+        chat = FakeChat(oracle_choice if kind is PairwiseReranker else oracle_ranking)
+        if kind is PointwiseReranker:
+            chat = FakeChat(oracle_score)
+        reranker: Reranker = kind(stores, chat)
+        reranker.rerank(query(), None, candidates(stores, PRIOR))
+        assert chat.max_tokens and set(chat.max_tokens) == {budget}, kind
+    listwise = ListwiseReranker(stores, FakeChat(oracle_ranking))
+    assert listwise.reply_tokens(2) == 48 and listwise.reply_tokens(500) == 1024  # grows with k, capped
+    assert ListwiseReranker(stores, FakeChat(oracle_ranking, context_window=300)).reply_tokens(K) == 150
+    # A model that reasons first gets the budget it is configured with, for every prompt.
+    thinking = FakeChat(oracle_ranking)
+    ListwiseReranker(stores, thinking, LlmRerankSettings(reply_tokens=3000)).rerank(
+        query(), None, candidates(stores, PRIOR)
+    )
+    assert thinking.max_tokens == [3000]
+
+
+def test_listwise_prompt_keeps_full_descriptions_when_they_fit_beside_the_answer(stores: IndexStores) -> None:
+    given = candidates(stores, PRIOR)
+    probe = FakeChat(oracle_ranking)
+    ListwiseReranker(stores, probe).rerank(query(), None, given)
+    (full_prompt,) = probe.prompts
+    # Room for the full prompt plus the 8·k + 32 reply budget, not for a reserve of half the window.
+    chat = FakeChat(oracle_ranking, context_window=estimate_tokens(full_prompt) + 8 * K + 32)
+    outcome = ListwiseReranker(stores, chat).rerank(query(), None, given)
+    assert chat.prompts == [full_prompt]
+    assert not any(key.startswith("fallback_") for key in outcome.usage)
+
+
+@pytest.mark.parametrize("kind", [PointwiseReranker, ListwiseReranker, PairwiseReranker])
+def test_request_deadline_option_overrides_the_settings(stores: IndexStores, kind: type) -> None:
+    reranker: Reranker = kind(stores, FakeChat(lambda p, t: hang(t)), LlmRerankSettings(deadline=30.0))
+    started = time.monotonic()
+    outcome = reranker.rerank(query(rerank_deadline_s=0.3), None, candidates(stores, PRIOR))
+    assert time.monotonic() - started < 1.5
+    assert outcome.note == "deadline" and sorted(items_of(stores, outcome.candidates)) == list(range(K))
+
+
+@pytest.mark.parametrize("kind", [PointwiseReranker, PairwiseReranker])
+def test_request_concurrency_option_overrides_the_settings(stores: IndexStores, kind: type) -> None:
+    chat = FakeChat(oracle_score if kind is PointwiseReranker else oracle_choice, delay=0.03)
+    reranker: Reranker = kind(stores, chat, LlmRerankSettings(concurrency=8))
+    outcome = reranker.rerank(query(rerank_concurrency=2, rerank_deadline_s=None), None, candidates(stores, PRIOR))
+    assert chat.max_in_flight == 2
+    assert items_of(stores, outcome.candidates) == by_relevance(PRIOR)
+
+
+@pytest.mark.parametrize("kind", [PointwiseReranker, ListwiseReranker, PairwiseReranker])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"rerank_deadline_s": 0},
+        {"rerank_deadline_s": -1.0},
+        {"rerank_deadline_s": "5"},
+        {"rerank_deadline_s": True},
+        {"rerank_deadline_s": math.nan},
+        {"rerank_deadline_s": math.inf},
+        {"rerank_concurrency": 0},
+        {"rerank_concurrency": 1.5},
+        {"rerank_concurrency": "2"},
+        {"rerank_concurrency": True},
+    ],
+)
+def test_request_options_are_validated(stores: IndexStores, kind: type, options: dict[str, object]) -> None:
+    chat = FakeChat(oracle_score)
+    reranker: Reranker = kind(stores, chat)
+    for given in (candidates(stores, PRIOR[:1]), candidates(stores, PRIOR)):  # also when there is nothing to do
+        with pytest.raises(InvalidInputError, match="rerank_"):
+            reranker.rerank(query(**options), None, given)
+    assert chat.prompts == []
+
+
+def test_usage_counts_answered_prompts_only_and_freezes_when_the_reranker_returns(stores: IndexStores) -> None:
+    slow = set(PRIOR[::4])
+
+    def reply(prompt: str, timeout: float | None) -> str:
+        if int(ITEM.findall(prompt)[0]) in slow:
+            time.sleep(0.6)  # answers, but only after the deadline
+        return oracle_score(prompt, timeout)
+
+    reranker = PointwiseReranker(stores, FakeChat(reply), LlmRerankSettings(deadline=0.3, concurrency=K))
+    outcome = reranker.rerank(query(), None, candidates(stores, PRIOR))
+    assert outcome.note == "deadline"
+    reported = dict(outcome.usage)
+    answered = K - len(slow)
+    assert reported["prompts"] == answered and reported["prompt_tokens"] == 100 * answered
+    assert (reported["abandoned"], reported["failed"], reported["skipped"]) == (len(slow), 0, 0)
+    time.sleep(0.6)  # the late replies arrive now
+    assert outcome.usage == reported
+
+
+def test_usage_with_a_dead_backend_counts_one_failure_and_sends_nothing_more(stores: IndexStores) -> None:
+    chat = FakeChat(fail)
+    outcome = PointwiseReranker(stores, chat, LlmRerankSettings(concurrency=1)).rerank(
+        query(), None, candidates(stores, PRIOR)
+    )
+    assert outcome.note == "llm error: boom"
+    assert len(chat.prompts) == 1
+    usage = outcome.usage
+    assert (usage["prompts"], usage["failed"], usage["skipped"], usage["prompt_tokens"]) == (0, 1, K - 1, 0)
+
+
+def test_fan_out_waits_for_the_adapters_slots_and_skips_what_the_deadline_left(stores: IndexStores) -> None:
+    # The adapter has one request slot; jobs beyond it wait in the reranker, where the deadline skips them,
+    # instead of inside the adapter, where each would count as a request and fail there.
+    chat = FakeChat(lambda p, t: hang(t), slots=1)
+    reranker = PointwiseReranker(stores, chat, LlmRerankSettings(deadline=0.3, concurrency=8))
+    outcome = reranker.rerank(query(), None, candidates(stores, PRIOR))
+    assert outcome.note == "deadline"
+    assert len(chat.prompts) == 1 and chat.max_in_flight == 1
+    usage = outcome.usage
+    assert (usage["prompts"], usage["failed"] + usage["abandoned"], usage["skipped"]) == (0, 1, K - 1)
+
+
+@pytest.mark.parametrize("kind", [PointwiseReranker, ListwiseReranker, PairwiseReranker])
+def test_usage_accounts_for_every_queued_prompt(stores: IndexStores, kind: type) -> None:
+    answer = {PointwiseReranker: oracle_score, ListwiseReranker: oracle_ranking, PairwiseReranker: oracle_choice}
+    chat = FakeChat(answer[kind])
+    usage = kind(stores, chat).rerank(query(), None, candidates(stores, PRIOR)).usage
+    assert usage["prompts"] == len(chat.prompts) > 0
+    assert usage["failed"] == usage["skipped"] == usage["abandoned"] == 0
+
+
+def test_usage_meter_stops_sending_after_a_failure_and_ignores_late_activity() -> None:
+    meter, fitted = UsageMeter(), FittedPrompt("p", "grounded")
+    meter.queue(4)
+    assert meter.begin(fitted) and meter.begin(fitted)
+    meter.answered(10, 2)
+    meter.failed()
+    assert not meter.begin(fitted)  # a dead backend gets no further request
+    usage = meter.close()
+    assert usage == {
+        "prompts": 1,
+        "prompt_tokens": 10,
+        "completion_tokens": 2,
+        "failed": 1,
+        "skipped": 2,
+        "abandoned": 0,
+        "fallback_grounded": 2,
+    }
+    late = UsageMeter()
+    late.queue(1)
+    assert late.begin(FittedPrompt("p", "full"))
+    frozen = late.close()
+    late.answered(100, 50)  # the call abandoned at the deadline completes afterwards
+    late.add("unparsed")
+    assert frozen == late.close() == {**dict.fromkeys(frozen, 0), "abandoned": 1}

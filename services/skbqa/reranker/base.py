@@ -18,7 +18,8 @@ from skbqa.strategies.base import Candidate, QueryContext
 class RerankOutcome:
     candidates: list[Candidate]
     note: str = ""  # "" when the reranker finished; otherwise why it stopped early (deadline, backend error)
-    usage: dict[str, int] = field(default_factory=dict)  # prompts / prompt_tokens / completion_tokens
+    # LLM rerankers: prompts / tokens (answered calls only), failed, skipped, abandoned… (see UsageMeter)
+    usage: dict[str, int] = field(default_factory=dict)
 
 
 class Reranker(Protocol):

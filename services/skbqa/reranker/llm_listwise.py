@@ -12,25 +12,31 @@ from skbqa.models.chat import LlmError
 from skbqa.parser.query import StructuredQuery
 from skbqa.reranker.base import RerankOutcome
 from skbqa.reranker.descriptions import fit_prompt
-from skbqa.reranker.llm_common import DEADLINE_NOTE, Deadline, LlmBase, UsageMeter
+from skbqa.reranker.llm_common import DEADLINE_NOTE, LlmBase
 from skbqa.reranker.prompts import LISTWISE, listwise_row, parse_ranking
 from skbqa.strategies.base import Candidate, QueryContext
+
+# The reply lists k ids ("12, " is 2–3 tokens) after at most a short preamble. The budget grows with k but is
+# capped: a model that has not finished the list by then is rambling (LlmRerankSettings.reply_tokens raises it).
+REPLY_TOKENS_PER_CANDIDATE = 8
+REPLY_TOKENS_BASE = 32
+REPLY_TOKENS_CAP = 1024
 
 
 class ListwiseReranker(LlmBase):
     """ListwiseReranker(stores, model, settings=LlmRerankSettings(), *, describer=None)."""
 
     name = "listwise"
-    # The reply lists k ids (a few tokens each) after any reasoning: reserve more than for one score or choice.
-    default_reply_tokens = 4096
+
+    def default_reply_tokens(self, listed: int) -> int:
+        return min(REPLY_TOKENS_BASE + REPLY_TOKENS_PER_CANDIDATE * listed, REPLY_TOKENS_CAP)
 
     def rerank(
         self, query: QueryContext, parsed: StructuredQuery | None, candidates: list[Candidate]
     ) -> RerankOutcome:
-        meter = UsageMeter()
+        run = self.start(query)
         if len(candidates) < 2:
-            return RerankOutcome(list(candidates), usage=meter.as_dict())
-        deadline = Deadline(self._settings.deadline)
+            return RerankOutcome(list(candidates), usage=run.meter.close())
         with query.stage("rerank_describe"):
             descriptions = self._describer.describe(candidates)
         types = [d.type_name for d in descriptions]
@@ -39,18 +45,19 @@ class ListwiseReranker(LlmBase):
             rows = "\n".join(listwise_row(i, t, x) for i, (t, x) in enumerate(zip(types, texts, strict=True), 1))
             return LISTWISE.format(possible_answers=rows, query=query.question)
 
-        fitted = fit_prompt(render, descriptions, self.prompt_budget)
-        meter.level(fitted.level)
+        reply_tokens = self.reply_tokens(len(candidates))
+        fitted = fit_prompt(render, descriptions, self.prompt_budget(reply_tokens))
         # One prompt needs no thread: the call's own timeout enforces the deadline.
+        run.meter.queue(1)
         try:
-            reply = self.ask(fitted.prompt, deadline, meter)
+            reply = self.ask(fitted, run, reply_tokens)
         except LlmError as error:
-            note = DEADLINE_NOTE if deadline.passed else f"llm error: {error}"
-            return RerankOutcome(list(candidates), note=note, usage=meter.as_dict())
+            note = DEADLINE_NOTE if run.deadline.passed else f"llm error: {error}"
+            return RerankOutcome(list(candidates), note=note, usage=run.meter.close())
         ids = parse_ranking(reply, len(candidates))
         if not ids:
-            meter.add("unparsed")
-        return RerankOutcome(order_by_ids(candidates, ids), usage=meter.as_dict())
+            run.meter.add("unparsed")
+        return RerankOutcome(order_by_ids(candidates, ids), usage=run.meter.close())
 
 
 def order_by_ids(candidates: list[Candidate], ids: list[int]) -> list[Candidate]:

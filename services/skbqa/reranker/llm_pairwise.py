@@ -17,11 +17,14 @@ from skbqa.models.chat import ChatModel
 from skbqa.parser.query import StructuredQuery
 from skbqa.reranker.base import RerankOutcome
 from skbqa.reranker.descriptions import Description, NodeDescriber, fit_prompt
-from skbqa.reranker.llm_common import Deadline, LlmBase, LlmRerankSettings, UsageMeter
+from skbqa.reranker.llm_common import LlmBase, LlmRerankSettings, RerankRun
 from skbqa.reranker.pairwise_sort import DEFAULT_MAX_BATCH, Task, insert_batch, next_batch
 from skbqa.reranker.prompts import PAIRWISE, parse_choice
 from skbqa.stores.index import IndexStores
 from skbqa.strategies.base import Candidate, QueryContext
+
+# One id ("7"), with room for a short sentence around it; more only buys rambling (LlmRerankSettings).
+REPLY_TOKENS = 32
 
 
 class PairwiseReranker(LlmBase):
@@ -43,14 +46,16 @@ class PairwiseReranker(LlmBase):
             raise InvalidInputError(f"max_batch must be at least 1, got {max_batch}")
         self._max_batch = max_batch
 
+    def default_reply_tokens(self, listed: int) -> int:
+        return REPLY_TOKENS
+
     def rerank(
         self, query: QueryContext, parsed: StructuredQuery | None, candidates: list[Candidate]
     ) -> RerankOutcome:
-        meter = UsageMeter()
-        meter.add("rounds", 0)
+        run = self.start(query)
+        run.meter.add("rounds", 0)
         if len(candidates) < 2:
-            return RerankOutcome(list(candidates), usage=meter.as_dict())
-        deadline = Deadline(self._settings.deadline)
+            return RerankOutcome(list(candidates), usage=run.meter.close())
         with query.stage("rerank_describe"):
             descriptions = self._describer.describe(candidates)
         items = list(range(len(candidates)))
@@ -58,20 +63,19 @@ class PairwiseReranker(LlmBase):
         while done < len(items):
             batch = next_batch(len(ordered), items[done:], self._max_batch)
             task = insert_batch(ordered, batch, self._max_batch)
-            merged, note = self._drive(task, query.question, descriptions, deadline, meter)
+            merged, note = self._drive(task, query.question, descriptions, run)
             if merged is None:
                 break
             ordered, done = merged, done + len(batch)
         order = ordered + items[done:]
-        return RerankOutcome([candidates[i] for i in order], note=note, usage=meter.as_dict())
+        return RerankOutcome([candidates[i] for i in order], note=note, usage=run.meter.close())
 
     def _drive(
         self,
         task: Task[list[int]],
         question: str,
         descriptions: list[Description],
-        deadline: Deadline,
-        meter: UsageMeter,
+        run: RerankRun,
     ) -> tuple[list[int] | None, str]:
         """Run one batch insertion round by round; (None, note) when it had to stop."""
         answers: list[bool] | None = None
@@ -80,16 +84,14 @@ class PairwiseReranker(LlmBase):
                 request = next(task) if answers is None else task.send(answers)
             except StopIteration as stop:
                 return stop.value, ""
-            meter.add("rounds")
-            jobs = [partial(self._before, a, b, question, descriptions, deadline, meter) for a, b in request]
-            results, note = self.fan_out(jobs, deadline)
+            run.meter.add("rounds")
+            jobs = [partial(self._before, a, b, question, descriptions, run) for a, b in request]
+            results, note = self.fan_out(jobs, run)
             if note:
                 return None, note
             answers = [r.value for r in results if r is not None]
 
-    def _before(
-        self, a: int, b: int, question: str, descriptions: list[Description], deadline: Deadline, meter: UsageMeter
-    ) -> bool:
+    def _before(self, a: int, b: int, question: str, descriptions: list[Description], run: RerankRun) -> bool:
         """Whether item a should rank before item b. Shown in prior order under their 1-based local ids."""
         first, second = min(a, b), max(a, b)
         one, two = descriptions[first], descriptions[second]
@@ -105,10 +107,10 @@ class PairwiseReranker(LlmBase):
                 query=question,
             )
 
-        fitted = fit_prompt(render, [one, two], self.prompt_budget)
-        meter.level(fitted.level)
-        choice = parse_choice(self.ask(fitted.prompt, deadline, meter), first + 1, second + 1)
+        reply_tokens = self.reply_tokens(2)
+        fitted = fit_prompt(render, [one, two], self.prompt_budget(reply_tokens))
+        choice = parse_choice(self.ask(fitted, run, reply_tokens), first + 1, second + 1)
         if choice is None:
-            meter.add("unparsed")
+            run.meter.add("unparsed")
             return a < b  # keep the prior order
         return choice == a + 1

@@ -17,11 +17,13 @@ from functools import partial
 from skbqa.parser.query import StructuredQuery
 from skbqa.reranker.base import RerankOutcome
 from skbqa.reranker.descriptions import Description, fit_prompt
-from skbqa.reranker.llm_common import Deadline, LlmBase, UsageMeter
+from skbqa.reranker.llm_common import LlmBase, RerankRun
 from skbqa.reranker.prompts import POINTWISE, parse_score
 from skbqa.strategies.base import Candidate, QueryContext
 
 SCORE_KEY = "llm_pointwise"
+# One score ("0.85") plus the odd preamble a small model adds; more only buys rambling (LlmRerankSettings).
+REPLY_TOKENS = 64
 
 
 class PointwiseReranker(LlmBase):
@@ -29,31 +31,32 @@ class PointwiseReranker(LlmBase):
 
     name = "pointwise"
 
+    def default_reply_tokens(self, listed: int) -> int:
+        return REPLY_TOKENS
+
     def rerank(
         self, query: QueryContext, parsed: StructuredQuery | None, candidates: list[Candidate]
     ) -> RerankOutcome:
-        meter = UsageMeter()
+        run = self.start(query)
         if len(candidates) < 2:
-            return RerankOutcome(list(candidates), usage=meter.as_dict())
-        deadline = Deadline(self._settings.deadline)
+            return RerankOutcome(list(candidates), usage=run.meter.close())
         with query.stage("rerank_describe"):
             descriptions = self._describer.describe(candidates)
-        jobs = [partial(self._score, query.question, d, deadline, meter) for d in descriptions]
-        results, note = self.fan_out(jobs, deadline)
+        jobs = [partial(self._score, query.question, d, run) for d in descriptions]
+        results, note = self.fan_out(jobs, run)
+        usage = run.meter.close()  # before ordering: calls still in flight must not count
         scores = [r.value if r is not None else None for r in results]
-        return RerankOutcome(order_by_scores(candidates, scores), note=note, usage=meter.as_dict())
+        return RerankOutcome(order_by_scores(candidates, scores), note=note, usage=usage)
 
-    def _score(
-        self, question: str, description: Description, deadline: Deadline, meter: UsageMeter
-    ) -> float | None:
+    def _score(self, question: str, description: Description, run: RerankRun) -> float | None:
         def render(texts: list[str]) -> str:
             return POINTWISE.format(node_type=description.type_name, query=question, doc_info=texts[0])
 
-        fitted = fit_prompt(render, [description], self.prompt_budget)
-        meter.level(fitted.level)
-        score = parse_score(self.ask(fitted.prompt, deadline, meter))
+        reply_tokens = self.reply_tokens(1)
+        fitted = fit_prompt(render, [description], self.prompt_budget(reply_tokens))
+        score = parse_score(self.ask(fitted, run, reply_tokens))
         if score is None:
-            meter.add("unparsed")
+            run.meter.add("unparsed")
         return score
 
 

@@ -48,8 +48,17 @@ def listwise_row(local_id: int, node_type: str, text: str) -> str:
 
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(%?)")
-_INTEGER = re.compile(r"(?<![\w.])\d+(?![\w.]*\d)")
+# A number standing on its own: not glued to a letter, digit or decimal point on either side, so "TBC1", "9B"
+# and "P386R" hold none. "80%" is a percentage; "2.5 out of 4" and "7/10" are fractions of a scale.
+_NUMBER = re.compile(
+    r"(?<![\w.])(?P<value>[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)(?!\w|\.\d)"
+    r"(?:(?P<percent>%)|\s*(?:/|\bout\s+of\b)\s*(?P<scale>\d+(?:\.\d+)?)(?!\w|\.\d))?",
+    re.IGNORECASE,
+)
+# The words a model puts before the score it means ("the score of this gene is: 1.", "Confidence: 0.7").
+_SCORE_WORD = re.compile(r"\b(?:score|confidence|rating)", re.IGNORECASE)
+# An integer standing on its own: "9B", "ARL10C", "Gie1" and "3.5" hold none (ids are never part of a name).
+_INTEGER = re.compile(r"(?<![\w.])\d+(?!\w|\.\d)")
 _ENUMERATOR = re.compile(r"^\s*(?:\d+\s*[.)]|[-*•])\s+")
 
 
@@ -61,17 +70,45 @@ def answer_text(reply: str) -> str:
 
 
 def parse_score(reply: str) -> float | None:
-    """The first number within [0, 1] ("80%" counts as 0.8); None when there is none."""
-    for match in _NUMBER.finditer(answer_text(reply)):
+    """The score a reply gives, within [0, 1]; None when there is none. In order of preference:
+    - the first usable number after the last "score" / "confidence" / "rating": small models restate the
+      candidate's name, numbers included, before the score ("TBC1 domain family member 1. Its score is 0.2");
+    - the last usable number on the last non-empty line, where a closing verdict sits;
+    - the first usable number anywhere.
+    Usable: a number in [0, 1], a percentage ("80%" → 0.8) or a fraction of a scale ("2.5 out of 4", "7/10")."""
+    text = answer_text(reply)
+    keywords = list(_SCORE_WORD.finditer(text))
+    if keywords:
+        after = _scores(text[keywords[-1].end() :])
+        if after:
+            return after[0]
+    lines = [line for line in text.splitlines() if line.strip()]
+    if lines:
+        last = _scores(lines[-1])
+        if last:
+            return last[-1]
+    anywhere = _scores(text)
+    return anywhere[0] if anywhere else None
+
+
+def _scores(text: str) -> list[float]:
+    """Every usable number in `text`, in order."""
+    found: list[float] = []
+    for match in _NUMBER.finditer(text):
         try:
-            value = float(match.group(0).rstrip("%"))
+            value = float(match["value"])
+            scale = float(match["scale"]) if match["scale"] else None
         except ValueError:
             continue
-        if match.group(1):
+        if match["percent"]:
             value /= 100.0
+        elif scale is not None:
+            if scale <= 0:
+                continue
+            value /= scale
         if 0.0 <= value <= 1.0:
-            return value
-    return None
+            found.append(value)
+    return found
 
 
 def parse_ranking(reply: str, k: int) -> list[int]:
