@@ -52,7 +52,9 @@ class RecordingChat:
         }
         try:
             reply = self._inner.chat(messages, **kwargs)
-            entry.update(reply=reply.content, prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)
+            entry.update(
+                reply=reply.content, prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens
+            )
             return reply
         except Exception as exc:
             entry["error"] = f"{type(exc).__name__}: {exc}"
@@ -63,7 +65,9 @@ class RecordingChat:
                 out.write(json.dumps(entry) + "\n")
 
 
-def run_row(engine: EmbeddedEngine, chat: OpenAIChatModel, items: list[Any], spec: str, depth: int) -> dict[str, Any]:
+def run_row(
+    engine: EmbeddedEngine, chat: OpenAIChatModel, items: list[Any], spec: str, depth: int
+) -> dict[str, Any]:
     name, options = parse_spec(spec)
     before = chat.counters()
     started = time.perf_counter()
@@ -76,7 +80,9 @@ def run_row(engine: EmbeddedEngine, chat: OpenAIChatModel, items: list[Any], spe
     errors: list[dict[str, str]] = []
     type_hits = type_known = 0
     for n, item in enumerate(items, 1):
-        known = [a for a, p in zip(item.answers, engine.stores.nodes.positions(item.answers), strict=True) if p >= 0]
+        known = [
+            a for a, p in zip(item.answers, engine.stores.nodes.positions(item.answers), strict=True) if p >= 0
+        ]
         if not known:
             continue
         q_started = time.perf_counter()
