@@ -4,8 +4,10 @@ Run from the repo root (needs an index from `skbqa ingest`, e.g. bench/biomed.py
     .venv/bin/python bench/sage_build.py --index .skbqa/biomed-int8 \
         --qa ../shared/data/biomed-skb/qa-dev.jsonl --out bench/results/sage-biomed.json
 
-One process: the build (wall time, peak RSS so far, the paper's Table 5 figures: edges per signal, share of
-candidates, degree distribution, density, percentile × OR/AND sweep), then every strategy on the same questions
+One process: the build (wall time, peak RSS so far, pairs scored by the IVF candidate search against n² per type,
+the paper's Table 5 figures: edges per signal, share of candidates, degree distribution, density, percentile ×
+OR/AND sweep), then the ANN recall@M of that search against exact top-M on a sample of nodes per type and signal
+(with an nprobe sweep: recall against the share of pairs scored), then every strategy on the same questions
 at eval depth 100. SAGE's first 20 answers are its 10 seeds plus 10 expansions (see sage/strategy.py), so its
 recall@20 is compared with the seed strategy's own first 20: the equal-budget comparison of the paper.
 """
@@ -25,10 +27,14 @@ from skbqa.common.resources import peak_rss_mib
 from skbqa.embedded.engine import EmbeddedEngine
 from skbqa.eval.runner import compare, evaluate_strategy
 from skbqa.eval.specs import parse_spec, split_specs
-from skbqa.sage.graph_build import SageBuildConfig, build_for_index
+from skbqa.sage import signals as sig
+from skbqa.sage.ann import IvfIndex, exact_top_m, recall_at_m
+from skbqa.sage.graph_build import SageBuildConfig, build_for_index, unit_rows
 from skbqa.sage.store import SageGraph
 from skbqa.sage.strategy import SageStrategy
 from skbqa.skb.qa import load_qa
+from skbqa.stores.nodes import NodeTable
+from skbqa.stores.vectors.exact import ExactIndex
 from skbqa.strategies.base import Candidate, QueryContext
 
 DEFAULT_STRATEGIES = (
@@ -55,6 +61,48 @@ class RecordingSage:
         out = self.inner.retrieve(query, k)
         self.reports.append(dict(query.notes.get("sage", {})))
         return out
+
+
+def ann_recall(
+    index: Path, config: SageBuildConfig, rich: np.ndarray, sample: int, sweep: tuple[int, ...]
+) -> dict[str, Any]:
+    """Recall@M of the build's IVF neighbourhoods against exact top-M, for `sample` random graph nodes per type
+    and vector signal. The index is retrained exactly as the build trains it (same rows, same seed), and a node's
+    IVF result does not depend on the other queries, so this is the build's own candidate search for those nodes."""
+    nodes = NodeTable.load(index / "nodes")
+    members = np.flatnonzero(rich).astype(np.int64)
+    local_types = nodes.types[members].astype(np.int64)
+    rng = np.random.default_rng(0)
+    out: dict[str, Any] = {"sample_per_type": sample, "neighbours": config.neighbours, "nprobe": config.nprobe}
+    by_type: dict[str, Any] = {}
+    for signal, directory in (("name", "name"), ("content", "document")):
+        vectors = unit_rows(ExactIndex.load(index / "vectors" / directory), members, directory)
+        for group in sig.type_groups(local_types):
+            if group.size < 2:
+                continue
+            rows = np.ascontiguousarray(vectors[group])
+            queries = np.sort(rng.choice(group.size, min(sample, group.size), replace=False))
+            truth = exact_top_m(rows, queries, config.neighbours).ids
+            ivf = IvfIndex.train(rows, config.centroids)
+            curve = {}
+            for nprobe in sorted({*sweep, config.nprobe}):
+                found = ivf.search(queries, config.neighbours, nprobe)
+                curve[str(nprobe)] = {
+                    f"recall@{config.neighbours}": round(recall_at_m(found.ids[:, : truth.shape[1]], truth), 4),
+                    "share_of_pairs_scored": round(found.scored / (queries.size * group.size), 4),
+                }
+            name = nodes.schema.node_types[int(local_types[group[0]])].name
+            by_type.setdefault(name, {})[signal] = {
+                "nodes": int(group.size),
+                "centroids": int(ivf.centroids.shape[0]),
+                f"recall@{config.neighbours}": curve[str(config.nprobe)][f"recall@{config.neighbours}"],
+                "by_nprobe": curve,
+            }
+        del vectors
+    out["by_type"] = by_type
+    key = f"recall@{config.neighbours}"
+    out[f"min_{key}"] = min(s[key] for t in by_type.values() for s in t.values())
+    return out
 
 
 def expansion_summary(reports: list[dict[str, Any]]) -> dict[str, Any]:
@@ -114,7 +162,11 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("bench/results/sage-biomed.json"))
     parser.add_argument("--strategies", default=DEFAULT_STRATEGIES)
     parser.add_argument("--percentile", type=float, default=95.0)
-    parser.add_argument("--neighbours", type=int, default=20)
+    parser.add_argument("--neighbours", type=int, default=SageBuildConfig.neighbours)
+    parser.add_argument("--nprobe", type=int, default=SageBuildConfig.nprobe)
+    parser.add_argument("--centroids", type=int, default=None, help="IVF clusters per type (default √n)")
+    parser.add_argument("--recall-sample", type=int, default=500, help="nodes per type for ANN recall; 0 skips")
+    parser.add_argument("--nprobe-sweep", default="4,8,16,32", help="nprobe values of the recall sweep")
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--skip-build", action="store_true", help="reuse INDEX/sage instead of rebuilding it")
     parser.add_argument("--budgets", default="10,20,40", help="equal-budget recall curve; empty to skip")
@@ -122,18 +174,26 @@ def main() -> int:
 
     result: dict[str, Any] = {"index": str(args.index), "qa": str(args.qa)}
     if args.skip_build:
-        build = dict(SageGraph.load(args.index).meta)
+        built = SageGraph.load(args.index)
+        build = dict(built.meta)
+        config = SageBuildConfig(**build["config"])
     else:
-        started = time.perf_counter()
-        graph, directory = build_for_index(
-            args.index, SageBuildConfig(percentile=args.percentile, neighbours=args.neighbours)
+        config = SageBuildConfig(
+            percentile=args.percentile, neighbours=args.neighbours, nprobe=args.nprobe, centroids=args.centroids
         )
-        build = dict(graph.meta)
+        started = time.perf_counter()
+        built, directory = build_for_index(args.index, config)
+        build = dict(built.meta)
         build["wall_seconds"] = round(time.perf_counter() - started, 1)
         build["peak_rss_mib"] = round(peak_rss_mib(), 1)  # the build is all this process has done so far
         print_build_report(build, directory)
-        del graph
     result["build"] = build
+    print_search_costs(build)
+    if args.recall_sample > 0:
+        sweep = tuple(int(p) for p in args.nprobe_sweep.split(",") if p.strip())
+        result["ann_recall"] = ann_recall(args.index, config, built.rich, args.recall_sample, sweep)
+        print_recall(result["ann_recall"])
+    del built
 
     items = load_qa(args.qa)[: args.limit]
     engine = EmbeddedEngine.open(args.index)
@@ -215,6 +275,33 @@ def main() -> int:
     args.out.write_text(json.dumps(result, indent=2))
     print(f"wrote {args.out}")
     return 0
+
+
+def print_search_costs(build: dict[str, Any]) -> None:
+    search = build.get("candidate_search")
+    if not search:
+        return
+    print(f"\n{'type':<20} {'nodes':>7} {'IVF k':>6} {'largest':>8} {'name/n²':>8} {'cont/n²':>8} {'ent/n²':>8}")
+    for name, row in {**search["by_type"], "all types": search["total"]}.items():
+        share = row["share_of_all_pairs"]
+        print(
+            f"{name:<20} {row.get('nodes', ''):>7} {row.get('centroids', ''):>6} {row.get('largest_cluster', ''):>8} "
+            + " ".join(f"{100 * share[s]:>7.2f}%" for s in ("name", "content", "entity"))
+        )
+
+
+def print_recall(recall: dict[str, Any]) -> None:
+    key = f"recall@{recall['neighbours']}"
+    nprobes = list(next(iter(next(iter(recall["by_type"].values())).values()))["by_nprobe"])
+    print(f"\nANN {key} vs exact on {recall['sample_per_type']} nodes per type (share of pairs scored)")
+    print(f"{'type':<20} {'signal':<8} " + " ".join(f"{'nprobe ' + p:>18}" for p in nprobes))
+    for name, signals in recall["by_type"].items():
+        for signal, row in signals.items():
+            cells = " ".join(
+                f"{row['by_nprobe'][p][key]:>8.3f} ({100 * row['by_nprobe'][p]['share_of_pairs_scored']:>5.1f}%)"
+                for p in nprobes
+            )
+            print(f"{name:<20} {signal:<8} {cells}")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """`skbqa build-sage`: build the SAGE similarity graph of an index (INDEX_DIR/sage) for the `sage` strategy.
 
-Prints the build time, peak memory and the graph's shape the way the paper's Table 5 reports it: edges (and the
-share of candidate pairs kept), edges per signal, degree distribution and density, then the percentile × OR/AND
-sweep over the same candidates.
+Prints the build time, peak memory, the share of all pairs the approximate candidate search scored, and the
+graph's shape the way the paper's Table 5 reports it: edges (and the share of candidate pairs kept), edges per
+signal, degree distribution and density, then the percentile × OR/AND sweep over the same candidates.
 """
 
 from __future__ import annotations
@@ -27,6 +27,12 @@ def add_build_sage_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--neighbours", type=int, default=20, help="candidates per node and signal (M)")
     p.add_argument(
+        "--nprobe", type=int, default=16, help="IVF clusters searched per node for its name/content neighbours"
+    )
+    p.add_argument(
+        "--centroids", type=int, default=None, help="IVF clusters per node type (default: √n of the type's nodes)"
+    )
+    p.add_argument(
         "--min-content-words",
         type=int,
         default=None,
@@ -43,6 +49,8 @@ def run_build_sage(args: argparse.Namespace) -> int:
     settings: dict[str, Any] = {
         "percentile": args.percentile,
         "neighbours": args.neighbours,
+        "nprobe": args.nprobe,
+        "centroids": args.centroids,
         "structural": not args.no_structural,
     }
     if args.min_content_words is not None:
@@ -74,6 +82,13 @@ def print_build_report(meta: dict[str, Any], directory: Path | str, out: Any = p
         f"  candidates {meta['candidate_pairs']}; similarity edges {edges['similarity']} "
         f"({100 * edges['share_of_candidates']:.1f}% of candidates), structure-only {edges['structure_only']}"
     )
+    search = meta.get("candidate_search")
+    if search:
+        share = search["total"]["share_of_all_pairs"]
+        out(
+            f"  candidate search ({search['method']}): pairs scored / n² per type, summed: "
+            + ", ".join(f"{s} {100 * v:.2f}%" for s, v in share.items())
+        )
     out("  edges per signal: " + ", ".join(f"{k} {v}" for k, v in edges["by_signal"].items()))
     out(
         f"  degree min {degree['min']} median {degree['median']} mean {degree['mean']} p95 {degree['p95']} "

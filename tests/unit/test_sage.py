@@ -1,4 +1,4 @@
-"""SAGE: the offline similarity graph (rich-text nodes, entity linking, exact top-M candidates, percentile pruning,
+"""SAGE: the offline similarity graph (rich-text nodes, entity linking, IVF top-M candidates, percentile pruning,
 OR logic, metadata, storage) and the `sage` strategy (seeds + k′ fused-ranked neighbours, the edge policy)."""
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from skbqa.embedded.engine import EmbeddedEngine
 from skbqa.ingest.builder import ingest
 from skbqa.pipeline import Answer, answer
 from skbqa.sage import signals as sig
+from skbqa.sage.ann import IvfIndex, exact_top_m, recall_at_m
 from skbqa.sage.corpus import Vocabulary, tokenize
 from skbqa.sage.entities import link_entities
-from skbqa.sage.graph_build import build_sage_graph
+from skbqa.sage.graph_build import SageBuildConfig, build_sage_graph
 from skbqa.sage.rich import rich_text
 from skbqa.sage.store import BITS, SIMILARITY_SIGNALS, SageGraph
 from skbqa.sage.strategy import BM25_WEIGHT, SageStrategy
@@ -114,12 +115,35 @@ def test_entities_link_names_inside_texts_without_self_mentions_or_rare_and_gene
 # ------------------------------------------------------------------------------------------ candidates and pruning
 
 
-def test_dense_and_sparse_candidates_are_each_members_exact_top_m() -> None:
-    rng = np.random.default_rng(1)
-    vectors = rng.normal(size=(60, 8)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    members = np.sort(rng.choice(60, 40, replace=False))
-    found = {tuple(p) for p in sig.dense_top_m(vectors, members, 5).tolist()}
+def _clustered(n: int, dim: int, clusters: int, spread: float, seed: int) -> np.ndarray:
+    """Unit vectors drawn around `clusters` random directions (sentence vectors of one type look like this)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(clusters, dim))
+    vectors = centres[rng.integers(0, clusters, n)] + spread * rng.normal(size=(n, dim))
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_ivf_with_every_cluster_probed_is_the_exact_top_m() -> None:
+    vectors = _clustered(600, 16, 12, 0.6, seed=1)
+    index = IvfIndex.train(vectors, 25)
+    assert index.centroids.shape == (25, 16) and np.sort(index.order).tolist() == list(range(600))
+    # Every row is listed under its nearest centroid.
+    labels = np.repeat(np.arange(25), index.sizes)
+    assert np.array_equal(labels, (vectors[index.order] @ index.centroids.T).argmax(axis=1))
+    queries = np.arange(600)
+    found, exact = index.search(queries, 7, nprobe=25), exact_top_m(vectors, queries, 7)
+    assert np.array_equal(found.ids, exact.ids) and np.allclose(found.scores, exact.scores)
+    assert found.scored == 600 * 600  # all clusters probed: every pair scored, as exact search does
+    assert not (found.ids == queries[:, None]).any()
+    # Fewer probes score fewer pairs and still return m distinct other rows, best first.
+    narrow = index.search(queries, 7, nprobe=3)
+    assert narrow.scored < 600 * 600 / 4
+    assert (np.diff(narrow.scores, axis=1) <= 0).all() and not (narrow.ids == queries[:, None]).any()
+    assert all(len(set(row)) == 7 for row in narrow.ids.tolist())
+
+    # Through the build's entry point: the union of each member's exact 5 best, as (min, max) node pairs.
+    members = np.sort(np.random.default_rng(2).choice(600, 400, replace=False))
+    top = sig.ann_top_m(vectors, members, 5, nprobe=1000, centroids=None)
     scores = vectors[members] @ vectors[members].T
     np.fill_diagonal(scores, -np.inf)
     expected = {
@@ -127,17 +151,48 @@ def test_dense_and_sparse_candidates_are_each_members_exact_top_m() -> None:
         for i in range(members.size)
         for j in np.argsort(-scores[i])[:5]
     }
-    assert found == expected  # exactly the union of every member's 5 best, never a non-member
+    assert {tuple(p) for p in top.pairs.tolist()} == expected  # never a non-member
+    assert top.centroids == 20 and top.scored == 400 * 400  # ⌈√400⌉ clusters, all probed
 
+
+def test_ivf_recall_is_high_on_clustered_data_at_a_few_probes() -> None:
+    vectors = _clustered(6000, 32, 40, 0.35, seed=3)
+    index = IvfIndex.train(vectors)  # ⌈√6000⌉ = 78 clusters
+    queries = np.random.default_rng(4).choice(6000, 500, replace=False)
+    truth = exact_top_m(vectors, queries, 20).ids
+    recall = {p: recall_at_m(index.search(queries, 20, p).ids, truth) for p in (1, 4)}
+    found = index.search(queries, 20, 4)
+    assert recall[4] > 0.9 and recall[1] < recall[4]  # more probes, more of the true neighbours
+    assert found.scored / (500 * 6000) < 0.15  # ... while scoring a small share of the pairs
+    # A partition that ignored similarity (random clusters) would find about nprobe / k of the neighbours.
+    scrambled = IvfIndex(index.vectors, index.centroids, np.random.default_rng(5).permutation(6000), index.offsets)
+    assert recall_at_m(scrambled.search(queries, 20, 4).ids, truth) < 0.3
+
+
+def test_default_candidate_search_scores_far_fewer_than_all_pairs() -> None:
+    config = SageBuildConfig()
+    vectors = _clustered(40_000, 16, 200, 0.5, seed=6)
+    top = sig.ann_top_m(vectors, np.arange(40_000), config.neighbours, nprobe=config.nprobe, centroids=None)
+    assert top.centroids == 200  # ⌈√40000⌉
+    assert top.scored < 0.15 * 40_000**2  # ≈ nprobe / √n = 8% of the pairs, where exact top-M scores them all
+    degree = np.bincount(top.pairs.ravel(), minlength=40_000)
+    assert degree.min() >= config.neighbours  # every node still found its M neighbours
+    for bad in ({"nprobe": 0}, {"centroids": 0}, {"neighbours": 0}):
+        with pytest.raises(ValueError):
+            dataclasses.replace(config, **bad).validate()
+
+
+def test_sparse_candidates_are_each_members_exact_top_m_over_shared_entities() -> None:
     matrix = sp.random(40, 30, density=0.08, random_state=2, format="csr", dtype=np.float32)
     everyone = np.arange(40)
-    found = {tuple(p) for p in sig.sparse_top_m(matrix, everyone, 3).tolist()}
+    top = sig.sparse_top_m(matrix, everyone, 3)
     dense = (matrix @ matrix.T).toarray()
+    assert top.scored == np.count_nonzero(dense)  # only pairs sharing an entity were multiplied
     np.fill_diagonal(dense, 0)
     expected = {
         (min(i, int(j)), max(i, int(j))) for i in range(40) for j in np.argsort(-dense[i])[:3] if dense[i, j] > 0
     }
-    assert found == expected  # only positive scores: no overlap, no candidate
+    assert {tuple(p) for p in top.pairs.tolist()} == expected  # only positive scores: no overlap, no candidate
 
 
 def test_select_edges_keeps_exactly_the_candidates_above_each_signals_percentile_or_combined() -> None:
@@ -222,6 +277,16 @@ def test_sample_graph_edges_follow_thresholds_signals_and_types(sample: dict[str
     sweep = {(r["percentile"], r["logic"]): r["edges"] for r in meta["table5_sweep"]}
     assert sweep[(95, "OR")] == similarity.sum() // 2 and sweep[(95, "AND")] < sweep[(95, "OR")]
     assert sweep[(80, "OR")] > sweep[(95, "OR")] > sweep[(99, "OR")]
+    # The manifest accounts for the candidate search: per type, the pairs each signal scored against n².
+    search = meta["candidate_search"]
+    rich_types = nodes.types[graph.rich]
+    assert set(search["by_type"]) == {nodes.schema.node_types[c].name for c in np.unique(rich_types)}
+    for name, row in search["by_type"].items():
+        n = int((rich_types == nodes.schema.node_code(name)).sum())
+        assert row["nodes"] == n and row["all_pairs"] == n * n and row["centroids"] == int(np.ceil(np.sqrt(n)))
+        assert 0 < row["pairs_scored"]["name"] <= n * n and 0 < row["pairs_scored"]["content"] <= n * n
+    assert search["total"]["all_pairs"] == sum(r["all_pairs"] for r in search["by_type"].values())
+    assert meta["config"]["nprobe"] == SageBuildConfig.nprobe and meta["config"]["centroids"] is None
 
 
 def test_graph_is_symmetric_and_survives_a_save_load_round_trip(sample: dict[str, Any]) -> None:
@@ -348,10 +413,15 @@ def test_missing_graph_names_the_command_and_cli_builds_it(
 
     parser = argparse.ArgumentParser()
     add_build_sage_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["build-sage", "--index", str(index), "--min-content-words", "3"])
+    args = parser.parse_args(
+        ["build-sage", "--index", str(index), "--min-content-words", "3", "--nprobe", "1", "--centroids", "2"]
+    )
     assert run_build_sage(args) == 0
     assert "graph nodes" in capsys.readouterr().out
     graph = SageGraph.load(index)
+    assert {graph.meta["config"][k] for k in ("nprobe", "centroids")} == {1, 2}
+    papers = graph.meta["candidate_search"]["by_type"]["paper"]
+    assert papers["centroids"] == 2 and papers["pairs_scored"]["name"] < papers["all_pairs"]  # 1 of 2 probed
     assert graph.rich.tolist() == [True] * 3 + [False] * 4  # papers; authors and fields have 2-word glosses
     # The papers cite each other: structural edges survive even where no similarity signal votes.
     assert graph.num_edges >= 2 and (graph.signals & BITS["structure"] != 0).any()

@@ -1,9 +1,10 @@
 """The similarity signals of the graph build: candidate neighbourhoods, pair scores and percentile thresholds.
 
-Candidates are each node's top-M neighbours of its own type under each signal (exact: chunked matrix products,
-dense for the name and content vectors, sparse for the entity matrix), so the final threshold never scores all
-pairs. Every candidate pair is then scored by *every* signal, so each signal's percentile is estimated on the
-same candidate population and the OR of the signals is well defined.
+Candidates are each node's top-M neighbours of its own type under each signal: approximate for the name and
+content vectors (an IVF index, `sage.ann`, scores each node against a few clusters, never all pairs), and for the
+entity matrix a sparse product, which only ever meets pairs that share an entity (an inverted-index join; the
+document-frequency cap of `sage.entities` bounds it). Every candidate pair is then scored by *every* signal, so
+each signal's percentile is estimated on the same candidate population and the OR of the signals is well defined.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from skbqa.sage.ann import IvfIndex
 from skbqa.sage.store import BITS, SIMILARITY_SIGNALS
 
-ROW_CHUNK = 1024  # rows per matrix product: 1024 × 28k float32 scores ≈ 115 MB
-PAIR_CHUNK = 1 << 18  # pairs scored at a time: 262k × 384 float32 gathers ≈ 400 MB per side
+ROW_CHUNK = 1024  # rows per sparse entity product
+PAIR_CHUNK = 1 << 16  # pairs scored at a time: 65k × 384 float32 gathers ≈ 100 MB per side (262k set the peak RSS)
 
 
 def type_groups(local_types: np.ndarray) -> Iterator[np.ndarray]:
@@ -32,31 +34,45 @@ def canonical_pairs(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     return np.stack([np.minimum(rows, cols)[keep], np.maximum(rows, cols)[keep]], axis=1)
 
 
-def dense_top_m(vectors: np.ndarray, members: np.ndarray, m: int) -> np.ndarray:
-    """Each member's m most similar other members (cosine of unit vectors), as (min, max) local pairs."""
+@dataclass
+class TopM:
+    """One signal's candidate pairs within one type, and what finding them cost."""
+
+    pairs: np.ndarray  # (min, max) local pairs
+    scored: int  # pair scores computed to find them (ordered: a query row against a member)
+    centroids: int = 0  # IVF clusters searched (0: not an IVF search)
+    largest_cluster: int = 0
+
+
+def _empty_top_m() -> TopM:
+    return TopM(np.zeros((0, 2), np.int64), 0)
+
+
+def ann_top_m(vectors: np.ndarray, members: np.ndarray, m: int, *, nprobe: int, centroids: int | None) -> TopM:
+    """Each member's approximate m most similar other members (cosine of unit vectors), as (min, max) local
+    pairs: an IVF index over the members, each searched in its nprobe nearest clusters."""
     if members.size < 2 or m <= 0:
-        return np.zeros((0, 2), np.int64)
-    block = vectors[members]
-    kk = min(m, members.size - 1)
-    found: list[np.ndarray] = []
-    for start in range(0, members.size, ROW_CHUNK):
-        rows = np.arange(start, min(start + ROW_CHUNK, members.size))
-        scores = block[rows] @ block.T
-        scores[np.arange(rows.size), rows] = -np.inf  # not its own neighbour
-        top = np.argpartition(-scores, kk - 1, axis=1)[:, :kk]
-        found.append(canonical_pairs(members[np.repeat(rows, kk)], members[top.ravel()]))
-    return np.concatenate(found)
+        return _empty_top_m()
+    index = IvfIndex.train(vectors[members], centroids)
+    found = index.search(np.arange(members.size), m, nprobe)
+    rows = np.repeat(np.arange(members.size), found.ids.shape[1])
+    cols = found.ids.ravel()
+    keep = cols >= 0  # fewer than m others within the probed clusters
+    pairs = canonical_pairs(members[rows[keep]], members[cols[keep]])
+    return TopM(pairs, found.scored, int(index.centroids.shape[0]), int(index.sizes.max()))
 
 
-def sparse_top_m(matrix: sp.csr_matrix, members: np.ndarray, m: int) -> np.ndarray:
+def sparse_top_m(matrix: sp.csr_matrix, members: np.ndarray, m: int) -> TopM:
     """Each member's m best other members by sparse dot product (positive scores only), as (min, max) pairs."""
     if members.size < 2 or m <= 0:
-        return np.zeros((0, 2), np.int64)
+        return _empty_top_m()
     block = matrix[members]
     transposed = block.T.tocsr()
     found: list[np.ndarray] = []
+    scored = 0
     for start in range(0, members.size, ROW_CHUNK):
         product = (block[start : start + ROW_CHUNK] @ transposed).tocoo()
+        scored += int(product.nnz)  # only pairs sharing an entity are ever multiplied
         rows, cols, values = product.row.astype(np.int64) + start, product.col.astype(np.int64), product.data
         keep = (rows != cols) & (values > 0)
         rows, cols, values = rows[keep], cols[keep], values[keep]
@@ -65,7 +81,7 @@ def sparse_top_m(matrix: sp.csr_matrix, members: np.ndarray, m: int) -> np.ndarr
         run_start = np.searchsorted(rows, rows, side="left")
         top = np.arange(rows.size) - run_start < m
         found.append(canonical_pairs(members[rows[top]], members[cols[top]]))
-    return np.concatenate(found) if found else np.zeros((0, 2), np.int64)
+    return TopM(np.concatenate(found) if found else np.zeros((0, 2), np.int64), scored)
 
 
 def unique_pairs(*groups: np.ndarray, size: int) -> np.ndarray:
