@@ -89,7 +89,9 @@ class AfStrategy:
     def warm(self, encoder: Encoder) -> None:
         """Build what the first request would otherwise pay for (lexicon, attribute catalog, edge embeddings)."""
         self.lexicon()
-        self.spotter()
+        spotter = self.spotter()
+        for node_type in self._stores.nodes.schema.node_type_names:
+            spotter.prepare(node_type)
         self._encoder_parser.warm(encoder)
 
     @property
