@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 PIP_INSTALL := $(BIN)/pip install --disable-pip-version-check -q
 
 .DEFAULT_GOAL := help
-.PHONY: help demo test test-slow lint bench-biomed clean
+.PHONY: help demo test test-slow lint bench-biomed bench-af clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -40,6 +40,10 @@ lint: $(VENV)/.installed-dev ## ruff lint + format check + mypy
 
 bench-biomed: $(VENV)/.installed ## full biomed SKB: ingest, then bm25/vss/hybrid on the 400 dev questions (needs ../shared)
 	$(BIN)/python bench/biomed.py --bundle ../shared/data/biomed-skb --index .skbqa/biomed --out bench/results
+
+bench-af: $(VENV)/.installed ## af ablation (Table 5 rows), parser quality and per-step latency on the full biomed index
+	$(BIN)/python bench/af_ablation.py --index .skbqa/biomed --qa ../shared/data/biomed-skb/qa-dev.jsonl \
+		--out bench/results/af-ablation-biomed.json
 
 clean: ## remove the venv and local indexes
 	rm -rf $(VENV) .skbqa
