@@ -96,7 +96,7 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--rows", default=None, help="';'-separated strategy specs instead of the default rows")
     args = parser.parse_args()
-    engine = EmbeddedEngine.open(args.index).warm()
+    engine = EmbeddedEngine.open(args.index).warm("af")
     items = load_qa(args.qa)[: args.limit]
     engine.ask("warm up: lexicon and attribute catalog", strategy="af")
     rows = args.rows.split(";") if args.rows else ROWS

@@ -190,7 +190,8 @@ def _eval(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise InvalidInputError("--limit must be at least 1")
     items = load_qa(args.qa, split=args.split)[: args.limit]
-    engine = EmbeddedEngine.open(args.index, chat=_chat(args)).warm()  # first-use builds stay out of latency
+    engine = EmbeddedEngine.open(args.index, chat=_chat(args))
+    engine.warm(*(parse_spec(s)[0] for s in strategies))  # first-use builds stay out of the latency figures
     reports = [
         evaluate_strategy(engine, items, s, depth=args.depth, progress=sys.stderr.isatty()) for s in strategies
     ]

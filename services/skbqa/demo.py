@@ -41,7 +41,7 @@ def run_demo(bundle: Path, index: Path, *, qa_file: str, strategy: str, question
             f"  {report.nodes} nodes, {report.edges} edges, {report.texts_encoded} texts encoded in "
             f"{report.seconds.get('encode', 0):.0f} s ({report.encode_rate:.0f}/s), total {report.seconds['total']:.0f} s"
         )
-    engine = EmbeddedEngine.open(index).warm()
+    engine = EmbeddedEngine.open(index).warm(*DEMO_STRATEGIES)
     items = load_qa(bundle / qa_file)
     nodes = engine.stores.nodes
     for item in items[:questions]:

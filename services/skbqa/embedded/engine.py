@@ -70,9 +70,12 @@ class EmbeddedEngine:
             )
         return cls(stores, encoder, chat)
 
-    def warm(self) -> EmbeddedEngine:
-        """Build the strategies' lazy structures now (a server calls this before it reports ready)."""
-        for strategy in self.strategies.values():
+    def warm(self, *names: str) -> EmbeddedEngine:
+        """Build the lazy structures of the named strategies (all when none is named) now: a server calls this
+        before it reports ready, eval before it times anything."""
+        for name, strategy in self.strategies.items():
+            if names and name not in names:
+                continue
             warm = getattr(strategy, "warm", None)
             if warm is not None:
                 warm(self.encoder)

@@ -208,7 +208,7 @@ class EncoderParser:
         if end - start == 1 and len(words[0]) < MIN_SINGLE_WORD_CHARS:
             return False
         # A bare type word ("gene", "diseases") is a type hint, not a node name.
-        return not any(m.start == start and m.end == end for m in self._types.mentions(_only(text, start, end)))
+        return not self._types.is_form(words)
 
     def _fuzzy_constants(self, text: QuestionText, query: QueryContext) -> list[_Constant]:
         """Leftover phrases with content words: link to the closest node name if it is close enough."""
@@ -222,7 +222,7 @@ class EncoderParser:
             content = [w for w in text.words(start, end) if not self._connecting(w) and not w.isdigit()]
             # One leftover word is a verb or a number far more often than a misspelt name, and the lexicon
             # already tried it exactly: the embedding fallback is for phrases.
-            if len(content) >= MIN_FUZZY_WORDS and not self._types.mentions(_only(text, start, end)):
+            if len(content) >= MIN_FUZZY_WORDS and not self._types.occurs_in(text.words(start, end)):
                 runs.append((start, end))
         if not runs:
             return []
@@ -300,36 +300,28 @@ class EncoderParser:
             parsed.triplets.extend(option.triplets(name, TARGET, via))
         return parsed
 
+    def _clause_words(self, text: QuestionText, constant: _Constant) -> tuple[list[str], list[str]]:
+        """The words of the constant's clause before and after it (the clause extends over free tokens only, so
+        the constant's own claim does not stop it)."""
+        left, right = text.clause(constant.start, constant.end)
+        return text.words(left, constant.start), text.words(constant.end, right)
+
     def _phrase(self, text: QuestionText, constant: _Constant) -> str:
         """The clause's words around the constant, without it: what the question says links it to the answer."""
-        saved = text.claimed[constant.start : constant.end]
-        text.release(constant.start, constant.end)
-        left, right = text.clause(constant.start, constant.end)
-        text.claimed[constant.start : constant.end] = saved
-        words = text.words(left, constant.start) + text.words(constant.end, right)
-        return " ".join(words)
+        before, after = self._clause_words(text, constant)
+        return " ".join(before + after)
 
     def _constant_is_subject(self, text: QuestionText, constant: _Constant) -> bool:
         """English relative clauses: the constant is the subject when a relative pronoun introduces it ("… that X
         is a kind of", "of which X is a subtype") or content words follow it in its clause ("… that have X as a
         part"); otherwise the answer is ("… that cite X", "… that are subtypes of X")."""
-        saved = text.claimed[constant.start : constant.end]
-        text.release(constant.start, constant.end)
-        left, right = text.clause(constant.start, constant.end)
-        text.claimed[constant.start : constant.end] = saved
-        before = [w for w in text.words(left, constant.start) if w not in ("the", "a", "an")]
-        after = [w for w in text.words(constant.end, right) if w not in FUNCTION_WORDS and w not in _CLAUSE_TAIL]
+        before_words, after_words = self._clause_words(text, constant)
+        before = [w for w in before_words if w not in ("the", "a", "an")]
+        after = [w for w in after_words if w not in FUNCTION_WORDS and w not in _CLAUSE_TAIL]
         subject = bool(before and before[-1] in _RELATIVE_PRONOUNS) or bool(after)
         # "… that are parents of X": words for the broader end of a hierarchy turn the relation around.
-        inverse = any(w in INVERSE_WORDS for w in text.words(left, constant.start))
+        inverse = any(w in INVERSE_WORDS for w in before_words)
         return subject != inverse
-
-
-def _only(text: QuestionText, start: int, end: int) -> QuestionText:
-    """A view of `text` where only tokens start..end-1 are free (to test whether exactly they mention a type)."""
-    view = QuestionText(text.text, text.tokens, ["x"] * len(text.tokens), text.quotes)
-    view.claimed[start:end] = [None] * (end - start)
-    return view
 
 
 def _hint_before(hints: Sequence[TypeMention], start: int, text: QuestionText) -> str | None:

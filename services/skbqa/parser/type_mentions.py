@@ -49,6 +49,17 @@ class TypeVocabulary:
             key=lambda item: len(item[0]),
             reverse=True,
         )
+        self._form_set = {form for form, _ in self._forms}
+
+    def is_form(self, words: list[str]) -> bool:
+        """Whether the words are exactly a type mention ("gene", "biological processes")."""
+        return tuple(words) in self._form_set
+
+    def occurs_in(self, words: list[str]) -> bool:
+        """Whether a type mention occurs anywhere in the words."""
+        return any(
+            tuple(words[i : i + len(f)]) == f for f, _ in self._forms for i in range(len(words) - len(f) + 1)
+        )
 
     def mentions(self, text: QuestionText) -> list[TypeMention]:
         """Every non-overlapping type mention in free tokens, left to right, longest form first."""

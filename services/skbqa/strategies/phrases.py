@@ -11,13 +11,15 @@ import re
 import numpy as np
 
 from skbqa.stores.nodes import NodeTable
+from skbqa.symbols.lexicon import normalise
 
 MIN_PHRASE_WORDS = 3
 _WORD = re.compile(r"\w+")
 
 
 def _normal(text: str) -> str:
-    return " " + " ".join(_WORD.findall(text.lower())) + " "
+    """Word-normalised with spaces at both ends, so containment respects word boundaries."""
+    return f" {normalise(text)} "
 
 
 def phrase_matches(nodes: NodeTable, phrases: list[str], keys: np.ndarray) -> np.ndarray:
