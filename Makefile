@@ -20,8 +20,11 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 	$(PIP_INSTALL) -e .
 	@touch $@
 
+# Tests start the real components (Kafka-protocol broker, Triton, Ray, Milvus Lite, Prometheus): every extra, and
+# the Debian prometheus binary when it is missing (scripts/install_system_deps.sh).
 $(VENV)/.installed-dev: $(VENV)/.installed
-	$(PIP_INSTALL) -e '.[dev,milvus]'
+	$(PIP_INSTALL) -e '.[all]'
+	scripts/install_system_deps.sh
 	@touch $@
 
 demo: $(VENV)/.installed ## install, ingest the bundled biomedical sample, answer its questions and show why
@@ -34,8 +37,8 @@ test-slow: $(VENV)/.installed-dev ## the slow suites (scale sanity, larger Milvu
 	$(BIN)/pytest -m slow
 
 lint: $(VENV)/.installed-dev ## ruff lint + format check + mypy
-	$(BIN)/ruff check services tests scripts bench
-	$(BIN)/ruff format --check services tests scripts bench
+	$(BIN)/ruff check services tests scripts bench loadtest
+	$(BIN)/ruff format --check services tests scripts bench loadtest
 	$(BIN)/mypy services/skbqa
 
 bench-biomed: $(VENV)/.installed ## full biomed SKB: ingest, then bm25/vss/hybrid on the 400 dev questions (needs ../shared)

@@ -1,4 +1,4 @@
-"""`skbqa` command line: ingest, ask, eval, demo, synth, build-sage, train-grape (ARCHITECTURE.md's contract).
+"""`skbqa` command line: ingest, ask, eval, demo, synth, build-sage, train-grape, serve, stack (ARCHITECTURE.md).
 
 Errors print one line, `skbqa: error: ...`, and exit with status 2 for bad usage or input, 1 otherwise.
 """
@@ -12,9 +12,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from skbqa.cli_backends import add_backend_parsers, run_load_milvus, run_load_nebula
 from skbqa.cli_explain import print_explanation, print_item_evidence
 from skbqa.cli_grape import add_train_grape_parser, run_train_grape
 from skbqa.cli_sage import add_build_sage_parser, run_build_sage
+from skbqa.cli_serve import add_serve_parser, run_serve
+from skbqa.cli_stack import add_stack_parser, run_stack
 from skbqa.common.errors import BundleError, InvalidInputError, SkbqaError
 from skbqa.embedded.engine import DEFAULT_STRATEGY
 from skbqa.embedded.engine import STRATEGY_NAMES as STRATEGIES
@@ -95,6 +98,9 @@ def _parser() -> argparse.ArgumentParser:
 
     add_build_sage_parser(sub)
     add_train_grape_parser(sub)
+    add_serve_parser(sub)
+    add_stack_parser(sub)
+    add_backend_parsers(sub)
     return parser
 
 
@@ -113,6 +119,10 @@ def main(argv: list[str] | None = None) -> int:
             "synth": _synth,
             "build-sage": run_build_sage,
             "train-grape": run_train_grape,
+            "serve": run_serve,
+            "stack": run_stack,
+            "load-milvus": run_load_milvus,
+            "load-nebula": run_load_nebula,
         }
         return commands[args.command](args)
     except (InvalidInputError, BundleError) as exc:

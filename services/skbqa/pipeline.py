@@ -19,6 +19,7 @@ from skbqa.strategies.base import Candidate, QueryContext, Strategy
 from skbqa.strategies.explain import reason
 
 MAX_QUESTION_CHARS = 4000
+MAX_RAW_QUESTION_CHARS = 2 * MAX_QUESTION_CHARS  # before normalisation (see clean_question)
 MAX_K = 1000
 
 
@@ -52,6 +53,12 @@ def clean_question(question: object) -> str:
     """Normalise and check a question; control characters become spaces, empty or huge input is refused."""
     if not isinstance(question, str):
         raise InvalidInputError("the question must be a string")
+    # Refuse huge input before normalising it: NFKC is quadratic in a run of combining marks (a 2 MB request of
+    # them would take minutes). Whitespace and control characters may still shrink a text up to this to the limit.
+    if len(question) > MAX_RAW_QUESTION_CHARS:
+        raise InvalidInputError(
+            f"the question is {len(question)} characters long; the limit is {MAX_QUESTION_CHARS}"
+        )
     text = unicodedata.normalize("NFKC", question)
     text = "".join(" " if unicodedata.category(c) in ("Cc", "Cf", "Cs") else c for c in text)
     text = " ".join(text.split())
@@ -60,6 +67,15 @@ def clean_question(question: object) -> str:
     if len(text) > MAX_QUESTION_CHARS:
         raise InvalidInputError(f"the question is {len(text)} characters long; the limit is {MAX_QUESTION_CHARS}")
     return text
+
+
+def check_request(strategies: Mapping[str, object], strategy: str, k: int, question: object) -> str:
+    """Validate a request's strategy and k and return the cleaned question (InvalidInputError otherwise)."""
+    if strategy not in strategies:
+        raise InvalidInputError(f"unknown strategy {strategy!r}; available: {', '.join(sorted(strategies))}")
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+        raise InvalidInputError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
+    return clean_question(question)
 
 
 def answer(
@@ -72,19 +88,23 @@ def answer(
     k: int = 20,
     options: Mapping[str, Any] | None = None,
 ) -> Answer:
-    if strategy not in strategies:
-        raise InvalidInputError(f"unknown strategy {strategy!r}; available: {', '.join(sorted(strategies))}")
-    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
-        raise InvalidInputError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
-    text = clean_question(question)
+    text = check_request(strategies, strategy, k, question)
     query = QueryContext(text, encoder, options=dict(options or {}))
     started = time.perf_counter()
     candidates = strategies[strategy].retrieve(query, k)[:k]
+    return render(stores, query, strategy, k, candidates, started)
+
+
+def render(
+    stores: IndexStores, query: QueryContext, strategy: str, k: int, candidates: list[Candidate], started: float
+) -> Answer:
+    """Candidates (positions) → answers with external ids, names, types and a one-line reason; "total" is the
+    time since `started` (perf_counter) in this process."""
     with query.stage("explain"):
-        items = [_item(stores, query, rank, c) for rank, c in enumerate(candidates, start=1)]
+        items = [_item(stores, query, rank, c) for rank, c in enumerate(candidates[:k], start=1)]
     timings = {name: round(seconds * 1000, 3) for name, seconds in query.timings.items()}
     timings["total"] = round((time.perf_counter() - started) * 1000, 3)
-    return Answer(text, strategy, k, items, timings, query.notes)
+    return Answer(query.question, strategy, k, items, timings, query.notes)
 
 
 def _item(stores: IndexStores, query: QueryContext, rank: int, candidate: Candidate) -> AnswerItem:

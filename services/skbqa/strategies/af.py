@@ -86,6 +86,10 @@ class AfStrategy:
             if config is None:
                 self.config = replace(self.config, parser="llm")
 
+    def use_rerankers(self, rerankers: Mapping[str, Reranker]) -> None:
+        """Serve step 8 with these rerankers (e.g. Ray Serve deployments) instead of the in-process ones."""
+        self._rerankers.update(rerankers)
+
     def warm(self, encoder: Encoder) -> None:
         """Build what the first request would otherwise pay for (lexicon, attribute catalog, edge embeddings)."""
         self.lexicon()
@@ -132,15 +136,95 @@ class AfStrategy:
     # ------------------------------------------------------------------------------------------------ retrieve
 
     def retrieve(self, query: QueryContext, k: int) -> list[Candidate]:
-        """The pipeline's top `config.k`, then (for longer lists, e.g. MRR at depth 100) step 7's next best."""
+        """The pipeline's top `config.k`, then (for longer lists, e.g. MRR at depth 100) step 7's next best.
+
+        The same stage methods run one after another here and, in the distributed form, one per service
+        (skbqa.distributed.stages): `parse` → `symbols` → `ground` → `rank` → `rerank`.
+        """
         config = self.config.with_options(query.options)
-        top = self._pipeline(query, config)
-        if k <= len(top) or config.steps in ("1-5", "1-6"):  # graph-only rows are measured on their own answers
-            return top[:k]
-        more = self._fill(query, config, np.asarray([c.position for c in top], np.int64), k - len(top))
+        parsed = self.parse(query, config)
+        ranked = self.symbols(query, parsed, config) if self.grounds(config) else None
+        scope = self.ground(query, parsed, ranked, config) if ranked is not None else None
+        candidates, head = self.rank(query, parsed, scope, config, k)
+        return self.rerank(query, parsed, candidates, head, config)
+
+    @staticmethod
+    def grounds(config: AfConfig) -> bool:
+        """Whether steps 4–5 run (the 1+7 row skips the graph strand)."""
+        return config.steps != "1+7"
+
+    def parse(self, query: QueryContext, config: AfConfig) -> StructuredQuery:
+        """Steps 1–3."""
+        with query.stage("parse"):
+            parsed = self._parse(query, config)
+        query.notes["parsed"] = parse_summary(parsed)
+        return parsed
+
+    def rank(
+        self, query: QueryContext, parsed: StructuredQuery, scope: ScopeResult | None, config: AfConfig, k: int
+    ) -> tuple[list[Candidate], int]:
+        """Steps 6–7 (and the ablation rows that stop earlier). Returns the ranked list and how many of its first
+        entries are the pipeline's k — the ones step 8 may reorder; the rest continue the list by step 7 when a
+        longer list is asked for (MRR at depth 100)."""
+        if scope is not None:
+            query.notes["scope"] = {
+                "grounded": scope.grounded,
+                "reason": scope.reason,
+                "iterations": scope.iterations,
+                "candidates": int(scope.candidates.size),
+            }
+        if config.steps == "1-5":
+            assert scope is not None
+            top = self.grounded_candidates(parsed, scope, config.k)
+            return top[:k], min(k, len(top))  # graph-only rows are measured on their own answers
+        grounded = self._rank_grounded(query, parsed, scope, config.k, config) if scope is not None else []
+        if config.steps == "1-6":
+            return grounded[:k], min(k, len(grounded))
+        taken = np.asarray([c.position for c in grounded], np.int64)
+        fill = self._fill(query, config, taken, config.k - len(grounded))
+        for candidate in fill:
+            candidate.evidence["strand"] = "vector fill (step 7)"
+        top = grounded + fill
+        if k <= len(top):
+            return top, len(top)  # step 8 reorders the pipeline's k before the caller cuts the list to k
+        taken = np.asarray([c.position for c in top], np.int64)
+        more = self._fill(query, config, taken, k - len(top))
         for candidate in more:
             candidate.evidence["strand"] = "beyond the pipeline's k (step 7 order)"
-        return top + more
+        return top + more, len(top)
+
+    def grounded_candidates(self, parsed: StructuredQuery, scope: ScopeResult, limit: int) -> list[Candidate]:
+        """Step 5's answers before ranking: those found with fewer candidates per constant first (the 1-5 row,
+        and the distributed form's partial results)."""
+        if not scope.grounded:
+            return []
+        order = np.lexsort((scope.candidates, scope.levels))
+        return [self._grounded(parsed, scope, int(i), 0.0, {}) for i in order[:limit]]
+
+    def rerank(
+        self,
+        query: QueryContext,
+        parsed: StructuredQuery | None,
+        candidates: list[Candidate],
+        head: int,
+        config: AfConfig,
+    ) -> list[Candidate]:
+        """Step 8: reorder the first `head` candidates (the pipeline's k); never adds or drops one."""
+        if config.steps != "1-8" or config.reranker == "none" or head == 0:
+            return candidates
+        reranker = self._rerankers.get(config.reranker)
+        if reranker is None:
+            raise InvalidInputError(
+                f"reranker {config.reranker!r} is not configured (LLM rerankers need an LLM: `--llm`); "
+                f"available: none, {', '.join(sorted(self._rerankers))}"
+            )
+        with query.stage("rerank"):
+            outcome = reranker.rerank(query, parsed, candidates[:head])
+        if outcome.note:
+            query.notes["rerank"] = outcome.note
+        if outcome.usage:
+            query.notes["rerank_usage"] = outcome.usage
+        return outcome.candidates + candidates[head:]
 
     def _fill(self, query: QueryContext, config: AfConfig, taken: np.ndarray, count: int) -> list[Candidate]:
         parsed = query.notes.get("parsed", {})
@@ -158,47 +242,6 @@ class AfStrategy:
             if matches.any():
                 pool.fused = pool.fused + matches  # a verbatim phrase outranks any fused score (those are ≤ 1)
             return pool.candidates(count, "vss")
-
-    def _pipeline(self, query: QueryContext, config: AfConfig) -> list[Candidate]:
-        k = config.k
-        with query.stage("parse"):
-            parsed = self._parse(query, config)
-        query.notes["parsed"] = parse_summary(parsed)
-        grounded: list[Candidate] = []
-        if config.steps != "1+7":
-            scope = self._ground(query, parsed, k, config)
-            query.notes["scope"] = {
-                "grounded": scope.grounded,
-                "reason": scope.reason,
-                "iterations": scope.iterations,
-                "candidates": int(scope.candidates.size),
-            }
-            if config.steps == "1-5":
-                order = np.lexsort((scope.candidates, scope.levels))
-                return [self._grounded(parsed, scope, int(i), 0.0, {}) for i in order[:k]]
-            grounded = self._rank_grounded(query, parsed, scope, k, config)
-        if config.steps == "1-6":
-            return grounded
-        taken = np.asarray([c.position for c in grounded], np.int64)
-        fill = self._fill(query, config, taken, k - len(grounded))
-        for candidate in fill:
-            candidate.evidence["strand"] = "vector fill (step 7)"
-        merged = grounded + fill
-        if config.steps == "1-7" or config.reranker == "none":
-            return merged
-        reranker = self._rerankers.get(config.reranker)
-        if reranker is None:
-            raise InvalidInputError(
-                f"reranker {config.reranker!r} is not configured (LLM rerankers need an LLM: `--llm`); "
-                f"available: none, {', '.join(sorted(self._rerankers))}"
-            )
-        with query.stage("rerank"):
-            outcome = reranker.rerank(query, parsed, merged)
-        if outcome.note:
-            query.notes["rerank"] = outcome.note
-        if outcome.usage:
-            query.notes["rerank_usage"] = outcome.usage
-        return outcome.candidates
 
     def _parse(self, query: QueryContext, config: AfConfig) -> StructuredQuery:
         parser = self._parsers.get(config.parser)
@@ -225,7 +268,8 @@ class AfStrategy:
 
     # ------------------------------------------------------------------------------------------------ steps 4–5
 
-    def _ground(self, query: QueryContext, parsed: StructuredQuery, k: int, config: AfConfig) -> ScopeResult:
+    def symbols(self, query: QueryContext, parsed: StructuredQuery, config: AfConfig) -> dict[str, np.ndarray]:
+        """Step 4: ranked candidate positions per constant, and attribute-filtered sets per symbol."""
         nodes = self._stores.nodes
         with query.stage("symbols"):
             ranked: dict[str, np.ndarray] = {}
@@ -257,6 +301,13 @@ class AfStrategy:
                 }
                 for c in constants
             }
+        return ranked
+
+    def ground(
+        self, query: QueryContext, parsed: StructuredQuery, ranked: dict[str, np.ndarray], config: AfConfig
+    ) -> ScopeResult:
+        """Step 5: Algorithm 2 with scope expansion, over the graph store."""
+        nodes = self._stores.nodes
         with query.stage("ground"):
             scope = expand_scope(
                 parsed,
@@ -264,7 +315,7 @@ class AfStrategy:
                 self._stores.graph,
                 node_types=nodes.types,
                 type_codes=self._type_codes,
-                k=k,
+                k=config.k,
                 l_max=config.l_max,
                 strict=config.strict,
             )
@@ -331,7 +382,7 @@ class AfStrategy:
     def _rank_grounded(
         self, query: QueryContext, parsed: StructuredQuery, scope: ScopeResult, k: int, config: AfConfig
     ) -> list[Candidate]:
-        if not scope.candidates.size:
+        if not scope.grounded or not scope.candidates.size:
             return []
         with query.stage("rank_grounded"):
             keys = scope.candidates

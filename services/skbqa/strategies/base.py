@@ -60,6 +60,15 @@ class QueryContext:
             return self.encoder.encode(texts)
 
     @property
+    def embedding_if_computed(self) -> np.ndarray | None:
+        """The question's embedding when some step already computed it (the distributed stages pass it on)."""
+        return self._embedding
+
+    def reuse_embedding(self, vector: np.ndarray | None) -> None:
+        """Adopt an embedding computed by an earlier stage of the same request (same question, same encoder)."""
+        self._embedding = vector
+
+    @property
     def embedding(self) -> np.ndarray:
         """The question's embedding, computed once per request and reused by every step."""
         if self._embedding is None:

@@ -1,0 +1,148 @@
+"""Distributed vs embedded, measured in one run on the same questions (issue 5's figures).
+
+1. `Ask` latency p50/p95 through the embedded gRPC server (every stage in one process) and through the local
+   distributed stack (tansu broker, Triton encoder, one process per service, Ray Serve reranker);
+2. per-stage p50/p95 from Prometheus (PromQL over `skbqa_stage_seconds` and `skbqa_queue_wait_seconds`);
+3. throughput (answers/s, N concurrent clients) with 1 and then 2 replicas of the slowest stage.
+
+    .venv/bin/python bench/distributed.py --index .skbqa/biomed-sample --qa data/biomed-sample/qa.jsonl \
+        --out bench/results/distributed.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import grpc
+import numpy as np
+
+from skbqa.distributed.settings import ServiceSettings
+from skbqa.server.run import start_embedded
+from skbqa.stack.stack import LocalStack, StackOptions
+from skbqa.v1 import api_pb2, api_pb2_grpc
+
+STAGES = ("parser", "symbols", "grounding", "ranking", "reranker")
+
+
+def _questions(path: Path, limit: int) -> list[str]:
+    return [json.loads(line)["question"] for line in path.read_text().splitlines() if line.strip()][:limit]
+
+
+def _latencies(port: int, questions: list[str], rounds: int) -> tuple[list[float], list[list[int]]]:
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = api_pb2_grpc.SkbqaStub(channel)
+        for question in questions[:3]:  # warm connections and caches
+            stub.Ask(api_pb2.AskRequest(question=question), timeout=60)
+        times, rankings = [], []
+        for _ in range(rounds):
+            for question in questions:
+                started = time.perf_counter()
+                reply = stub.Ask(api_pb2.AskRequest(question=question), timeout=60)
+                times.append((time.perf_counter() - started) * 1000)
+                rankings.append([item.node_id for item in reply.items])
+    return times, rankings
+
+
+def _throughput(port: int, questions: list[str], clients: int, total: int) -> float:
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = api_pb2_grpc.SkbqaStub(channel)
+        work = [questions[i % len(questions)] for i in range(total)]
+        started = time.perf_counter()
+        with ThreadPoolExecutor(clients) as pool:
+            list(pool.map(lambda q: stub.Ask(api_pb2.AskRequest(question=q), timeout=120), work))
+        return total / (time.perf_counter() - started)
+
+
+def _summary(times: list[float]) -> dict[str, float]:
+    return {"p50": round(float(np.percentile(times, 50)), 2), "p95": round(float(np.percentile(times, 95)), 2)}
+
+
+def _promql(base: str, query: str) -> dict[str, float]:
+    url = f"{base}/api/v1/query?" + urllib.parse.urlencode({"query": query})
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        result = json.load(reply)["data"]["result"]
+    return {r["metric"].get("stage", ""): round(float(r["value"][1]) * 1000, 2) for r in result}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--index", type=Path, required=True)
+    parser.add_argument("--qa", type=Path, required=True)
+    parser.add_argument("--limit", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--requests", type=int, default=120)
+    parser.add_argument("--slowest", default="ranking")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    questions = _questions(args.qa, args.limit)
+    report: dict[str, Any] = {"index": str(args.index), "questions": len(questions), "rounds": args.rounds}
+
+    server, stop = start_embedded(ServiceSettings(index=args.index, port=0))
+    try:
+        embedded_times, embedded_rankings = _latencies(server.port, questions, args.rounds)
+        report["embedded"] = {
+            **_summary(embedded_times),
+            "throughput_per_s": round(_throughput(server.port, questions, args.clients, args.requests), 1),
+        }
+    finally:
+        stop()
+
+    for replicas in (1, 2):
+        with tempfile.TemporaryDirectory() as tmp:
+            stack = LocalStack(
+                StackOptions(
+                    index=args.index,
+                    directory=Path(tmp),
+                    gateway_port=0,
+                    replicas={args.slowest: replicas},
+                    prometheus=True,
+                )
+            )
+            started = time.perf_counter()
+            stack.up()
+            up_s = round(time.perf_counter() - started, 1)
+            try:
+                port = stack.ports["gateway"]
+                row: dict[str, Any] = {"stack_up_s": up_s}
+                if replicas == 1:
+                    times, rankings = _latencies(port, questions, args.rounds)
+                    row.update(_summary(times))
+                    row["same_rankings_as_embedded"] = sum(
+                        a == b for a, b in zip(rankings, embedded_rankings, strict=True)
+                    )
+                    row["compared"] = len(rankings)
+                row["throughput_per_s"] = round(_throughput(port, questions, args.clients, args.requests), 1)
+                time.sleep(3)  # one more scrape
+                base = stack.ports["prometheus"]
+                for q in (0.5, 0.95):
+                    row[f"stage_p{int(q * 100)}_ms"] = _promql(
+                        base, f"histogram_quantile({q}, sum by (le, stage) (skbqa_stage_seconds_bucket))"
+                    )
+                    row[f"queue_wait_p{int(q * 100)}_ms"] = _promql(
+                        base, f"histogram_quantile({q}, sum by (le, stage) (skbqa_queue_wait_seconds_bucket))"
+                    )
+                report[f"distributed_{args.slowest}_x{replicas}"] = row
+            finally:
+                stack.down()
+    one = report[f"distributed_{args.slowest}_x1"]
+    report["overhead_p50_ms"] = round(one["p50"] - report["embedded"]["p50"], 2)
+    report["throughput_ratio_2_vs_1_replicas"] = round(
+        report[f"distributed_{args.slowest}_x2"]["throughput_per_s"] / one["throughput_per_s"], 2
+    )
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,272 @@
+{{/* ---------------------------------------------------------------------------------------------------------
+Names and labels
+--------------------------------------------------------------------------------------------------------- */}}
+
+{{- define "skbqa.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "skbqa.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* "<fullname>-<component>"; call with (dict "root" $ "component" "gateway") */}}
+{{- define "skbqa.componentName" -}}
+{{- printf "%s-%s" (include "skbqa.fullname" .root) .component | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "skbqa.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Selector labels of one component; call with (dict "root" $ "component" "gateway") */}}
+{{- define "skbqa.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "skbqa.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/* Selector of every pod of the release (used by the default-deny and DNS policies). */}}
+{{- define "skbqa.releaseSelector" -}}
+app.kubernetes.io/name: {{ include "skbqa.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* All labels of one component's objects; call with (dict "root" $ "component" "gateway"); component may be "" */}}
+{{- define "skbqa.labels" -}}
+helm.sh/chart: {{ include "skbqa.chart" .root }}
+app.kubernetes.io/name: {{ include "skbqa.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+{{- if .component }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+app.kubernetes.io/part-of: skbqa
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+{{- with .root.Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* ---------------------------------------------------------------------------------------------------------
+Images
+--------------------------------------------------------------------------------------------------------- */}}
+
+{{/* (dict "image" .Values.image "root" $) -> repository:tag or repository@digest */}}
+{{- define "skbqa.imageRef" -}}
+{{- $tag := .image.tag | default .root.Chart.AppVersion -}}
+{{- if .image.digest -}}
+{{- printf "%s@%s" .image.repository .image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .image.repository $tag -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "skbqa.image" -}}
+{{- include "skbqa.imageRef" (dict "image" .Values.image "root" .) -}}
+{{- end -}}
+
+{{/* ---------------------------------------------------------------------------------------------------------
+Service settings: serviceDefaults deep-merged with services.<name>. Helm's mergeOverwrite ignores false, 0 and ""
+in the override, so an explicit `enabled: false` would be lost; this merge keeps every explicit value.
+--------------------------------------------------------------------------------------------------------- */}}
+
+{{- define "skbqa.deepMerge" -}}
+{{- $base := deepCopy .base -}}
+{{- range $key, $value := .over -}}
+{{- $current := get $base $key -}}
+{{- if and (kindIs "map" $value) (kindIs "map" $current) -}}
+{{- $_ := set $base $key (fromYaml (include "skbqa.deepMerge" (dict "base" $current "over" $value))) -}}
+{{- else -}}
+{{- $_ := set $base $key $value -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $base -}}
+{{- end -}}
+
+{{/* (dict "root" $ "name" "parser") -> YAML of the merged settings */}}
+{{- define "skbqa.serviceSettings" -}}
+{{- $over := get .root.Values.services .name | default dict -}}
+{{- include "skbqa.deepMerge" (dict "base" .root.Values.serviceDefaults "over" $over) -}}
+{{- end -}}
+
+{{/* The six pipeline services in pipeline order. */}}
+{{- define "skbqa.serviceNames" -}}
+gateway parser symbols grounding ranking reranker
+{{- end -}}
+
+{{/* Topic each stage consumes (the gateway consumes answers and is not lag-scaled). */}}
+{{- define "skbqa.inputTopic" -}}
+{{- $topics := dict "gateway" "skbqa.answer" "parser" "skbqa.query" "symbols" "skbqa.parsed" "grounding" "skbqa.symbols" "ranking" "skbqa.grounded" "reranker" "skbqa.ranked" -}}
+{{- get $topics . -}}
+{{- end -}}
+
+{{/* ---------------------------------------------------------------------------------------------------------
+Backend endpoints
+--------------------------------------------------------------------------------------------------------- */}}
+
+{{- define "skbqa.kafkaBootstrap" -}}
+{{- if .Values.kafka.enabled -}}
+{{- printf "%s-kafka:9092" .Release.Name -}}
+{{- else -}}
+{{- required "externalKafka.bootstrap is required when kafka.enabled is false" .Values.externalKafka.bootstrap -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "skbqa.vectorsUrl" -}}
+{{- if .Values.milvus.enabled -}}
+{{- printf "milvus://%s-milvus:19530" .Release.Name -}}
+{{- else -}}
+{{- .Values.externalMilvus.url -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "skbqa.graphUrl" -}}
+{{- if .Values.nebula.enabled -}}
+{{- printf "nebula://nebula-graphd-svc:9669/%s" .Values.nebula.space -}}
+{{- else -}}
+{{- .Values.externalNebula.url -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "skbqa.encoderUrl" -}}
+{{- if .Values.triton.enabled -}}
+{{- printf "triton://%s:8001/%s" (include "skbqa.componentName" (dict "root" . "component" "triton")) .Values.triton.modelName -}}
+{{- else -}}
+{{- .Values.externalTriton.url -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "skbqa.rayAddress" -}}
+{{- if .Values.ray.enabled -}}
+{{- printf "ray://%s-head-svc:10001" (include "skbqa.componentName" (dict "root" . "component" "ray")) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "skbqa.indexPath" -}}
+{{- printf "%s/%s" (trimSuffix "/" .Values.index.mountPath) .Values.index.subdir -}}
+{{- end -}}
+
+{{- define "skbqa.indexClaim" -}}
+{{- .Values.index.existingClaim | default (include "skbqa.componentName" (dict "root" . "component" "index")) -}}
+{{- end -}}
+
+{{/* ---------------------------------------------------------------------------------------------------------
+Pod pieces shared by every skbqa pod
+--------------------------------------------------------------------------------------------------------- */}}
+
+{{- define "skbqa.podSecurityContext" -}}
+{{ toYaml .Values.podSecurityContext }}
+{{- end -}}
+
+{{- define "skbqa.containerSecurityContext" -}}
+{{ toYaml .Values.containerSecurityContext }}
+{{- end -}}
+
+{{/* "imagePullSecrets: [...]" or nothing; call as {{- with include "skbqa.imagePullSecrets" $ }}{{ . | nindent N }}{{- end }} */}}
+{{- define "skbqa.imagePullSecrets" -}}
+{{- if .Values.imagePullSecrets -}}
+imagePullSecrets:
+{{- range .Values.imagePullSecrets }}
+  - name: {{ . }}
+{{- end }}
+{{- end -}}
+{{- end -}}
+
+{{- define "skbqa.serviceAccountName" -}}
+{{- if .root.Values.serviceAccount.create -}}
+{{- include "skbqa.componentName" . -}}
+{{- else -}}
+default
+{{- end -}}
+{{- end -}}
+
+{{/* The init container that waits for the ingest Job's manifest: it mounts the volume root (not the index
+directory) so it sees the directory the Job swaps in. */}}
+{{- define "skbqa.waitForIndex" -}}
+- name: wait-for-index
+  image: {{ include "skbqa.image" . }}
+  imagePullPolicy: {{ .Values.image.pullPolicy }}
+  command: ["python", "-c"]
+  args:
+    - |
+      import os, sys, time
+      path = os.path.join({{ include "skbqa.indexPath" . | quote }}, "manifest.json")
+      waited = 0
+      while not os.path.isfile(path):
+          if waited % 60 == 0:
+              print(f"waiting for {path} (the ingest Job writes it)", flush=True)
+          time.sleep(5)
+          waited += 5
+      print(f"index ready: {path}", flush=True)
+  resources:
+    requests:
+      cpu: 10m
+      memory: 32Mi
+    limits:
+      cpu: 100m
+      memory: 64Mi
+  securityContext:
+    {{- include "skbqa.containerSecurityContext" . | nindent 4 }}
+  volumeMounts:
+    - name: index
+      mountPath: {{ .Values.index.mountPath }}
+      readOnly: true
+{{- end -}}
+
+{{/* One NetworkPolicy egress rule (as a one-item YAML list) to a backend: (dict "peers" [...] "ports" [...]).
+No peers = any destination, still restricted to the ports. */}}
+{{- define "skbqa.egressRule" -}}
+{{- $ports := list -}}
+{{- range .ports -}}
+{{- $ports = append $ports (dict "protocol" "TCP" "port" .) -}}
+{{- end -}}
+{{- $rule := dict "ports" $ports -}}
+{{- if .peers -}}
+{{- $_ := set $rule "to" .peers -}}
+{{- end -}}
+{{- toYaml (list $rule) -}}
+{{- end -}}
+
+{{/* One NetworkPolicy ingress rule (as a one-item YAML list): (dict "peers" [...] "ports" [...]); no peers = any source. */}}
+{{- define "skbqa.ingressRule" -}}
+{{- $ports := list -}}
+{{- range .ports -}}
+{{- $ports = append $ports (dict "protocol" "TCP" "port" .) -}}
+{{- end -}}
+{{- $rule := dict "ports" $ports -}}
+{{- if .peers -}}
+{{- $_ := set $rule "from" .peers -}}
+{{- end -}}
+{{- toYaml (list $rule) -}}
+{{- end -}}
+
+{{/* Egress to the LLM endpoint: ipBlocks of llm.egress.cidrs (minus `except`) and any extra peers. */}}
+{{- define "skbqa.llmEgress" -}}
+- to:
+    {{- range .Values.llm.egress.cidrs }}
+    - ipBlock:
+        cidr: {{ . }}
+        {{- with $.Values.llm.egress.except }}
+        except:
+          {{- toYaml . | nindent 10 }}
+        {{- end }}
+    {{- end }}
+    {{- with .Values.llm.egress.peers }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  ports:
+    {{- range .Values.llm.egress.ports }}
+    - protocol: TCP
+      port: {{ . }}
+    {{- end }}
+{{- end -}}

@@ -1,0 +1,7 @@
+"""`python -m skbqa …` = the `skbqa` command (the local stack starts its services this way)."""
+
+import sys
+
+from skbqa.cli import main
+
+sys.exit(main())

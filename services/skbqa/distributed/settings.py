@@ -1,0 +1,52 @@
+"""Settings of a served process (`skbqa serve`): every flag also reads an `SKBQA_*` environment variable, so a
+Helm chart configures pods with env vars and a developer uses flags."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from skbqa.common.errors import InvalidInputError
+
+ROLES = ("gateway", "parser", "symbols", "grounding", "ranking", "reranker")
+# "all": the gateway and every stage worker in one process, over the given bus (memory:// or Kafka)
+SERVE_ROLES = (*ROLES, "all")
+
+
+@dataclass(frozen=True)
+class ServiceSettings:
+    index: Path
+    role: str | None = None  # None: the embedded server (every stage in this process, no bus)
+    bus_url: str = "memory://"
+    host: str = "127.0.0.1"
+    port: int = 50051
+    metrics_port: int | None = None
+    encoder_url: str | None = None  # triton://host:8001/skbqa_encoder; None = the local encoder
+    vectors_url: str | None = None  # milvus://host:19530 or a Milvus Lite path (…/vectors.db); None = exact numpy
+    graph_url: str | None = None  # nebula://host:9669/space; None = the index's CSR arrays
+    ray_address: str | None = None  # the reranker stage's Ray cluster ("local" starts one in this process)
+    llm: bool = False  # an OpenAI-compatible endpoint from SKBQA_LLM_* (parser, rerankers, spark)
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    tls_client_ca_file: Path | None = None
+    tokens_file: Path | None = None
+    health_port: int | None = None  # plaintext health-only listener (for probes when the API port uses TLS)
+    request_timeout_s: float = 30.0
+    max_inflight: int = 64
+    workers: int = 2  # embedded: requests answered at once
+
+    def validate(self) -> None:
+        if self.role is not None and self.role not in SERVE_ROLES:
+            raise InvalidInputError(f"unknown role {self.role!r}; roles: {', '.join(SERVE_ROLES)}")
+        if not 0 <= self.port <= 65535:
+            raise InvalidInputError(f"port must be within 0..65535, got {self.port}")
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise InvalidInputError("TLS needs both a certificate and a key file")
+        if self.tls_client_ca_file is not None and self.tls_cert_file is None:
+            raise InvalidInputError("mutual TLS (a client CA) needs the server's certificate and key too")
+
+
+def env(name: str, default: str | None = None) -> str | None:
+    value = os.environ.get(f"SKBQA_{name}")
+    return value if value not in (None, "") else default

@@ -1,0 +1,86 @@
+"""Build a gRPC server with the standard health service and reflection, on 127.0.0.1 unless told otherwise."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent import futures
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from skbqa.server.security import TlsSettings, TokenAuthInterceptor
+
+# Big enough that an oversized question reaches the servicer and gets INVALID_ARGUMENT with the limit in words;
+# beyond it gRPC itself answers RESOURCE_EXHAUSTED before reading the message.
+MAX_MESSAGE_BYTES = 2 * 1024 * 1024
+
+
+@dataclass
+class RunningServer:
+    server: grpc.Server
+    port: int
+    health: health.HealthServicer
+    services: tuple[str, ...]
+    health_server: grpc.Server | None = None  # plaintext health-only listener beside a TLS server
+    health_port: int = 0
+
+    def set_serving(self, serving: bool) -> None:
+        status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
+        for name in ("", *self.services):
+            self.health.set(name, status)
+
+    def stop(self, grace_s: float = 2.0) -> None:
+        self.set_serving(False)
+        self.server.stop(grace_s).wait(grace_s + 1)
+        if self.health_server is not None:
+            self.health_server.stop(0)
+
+
+def start_server(
+    registrations: Sequence[tuple[Callable[[Any, grpc.Server], None], Any, str]],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    max_workers: int = 16,
+    tls: TlsSettings | None = None,
+    tokens: list[bytes] | None = None,
+    health_port: int | None = None,
+) -> RunningServer:
+    """`registrations`: (add_XServicer_to_server, servicer, full service name). Reports NOT_SERVING until the
+    caller says otherwise (after warm-up)."""
+    interceptors = [TokenAuthInterceptor(tokens)] if tokens else []
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="skbqa-grpc"),
+        interceptors=interceptors,
+        options=[
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", 16 * 1024 * 1024),
+            ("grpc.so_reuseport", 0),
+        ],
+    )
+    names = []
+    for add, servicer, name in registrations:
+        add(servicer, server)
+        names.append(name)
+    health_servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection((*names, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    address = f"{host}:{port}"
+    bound = server.add_secure_port(address, tls.credentials()) if tls else server.add_insecure_port(address)
+    if bound == 0:
+        raise OSError(f"cannot listen on {address}")
+    server.start()
+    running = RunningServer(server, bound, health_servicer, tuple(names))
+    if health_port is not None:
+        # Kubernetes' native gRPC probes cannot speak TLS: the same health status, plaintext, on its own port
+        # (health only: no API method is reachable there).
+        probe = grpc.server(futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="skbqa-health"))
+        health_pb2_grpc.add_HealthServicer_to_server(health_servicer, probe)
+        running.health_port = probe.add_insecure_port(f"{host}:{health_port}")
+        probe.start()
+        running.health_server = probe
+    running.set_serving(False)
+    return running

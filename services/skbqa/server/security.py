@@ -1,0 +1,78 @@
+"""Gateway security settings: TLS (optionally mutual) and bearer-token authentication.
+
+Tokens come from a file (one per line, `#` comments; in a cluster a mounted Secret) and are compared in constant
+time. Health checks and reflection stay open so probes work without credentials; every `skbqa.v1` method needs a
+token once tokens are configured.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from skbqa.common.errors import InvalidInputError
+
+OPEN_PREFIXES = ("/grpc.health.v1.", "/grpc.reflection.")
+
+
+@dataclass(frozen=True)
+class TlsSettings:
+    cert_file: Path
+    key_file: Path
+    client_ca_file: Path | None = None  # set: clients must present a certificate signed by this CA (mTLS)
+
+    def credentials(self) -> grpc.ServerCredentials:
+        for path in (self.cert_file, self.key_file, self.client_ca_file):
+            if path is not None and not Path(path).is_file():
+                raise InvalidInputError(f"TLS file {path} does not exist")
+        pair = (Path(self.key_file).read_bytes(), Path(self.cert_file).read_bytes())
+        ca = Path(self.client_ca_file).read_bytes() if self.client_ca_file else None
+        return grpc.ssl_server_credentials([pair], root_certificates=ca, require_client_auth=ca is not None)
+
+
+def read_tokens(path: Path) -> list[bytes]:
+    if not Path(path).is_file():
+        raise InvalidInputError(f"token file {path} does not exist")
+    tokens = [line.strip() for line in Path(path).read_text().splitlines()]
+    tokens = [t for t in tokens if t and not t.startswith("#")]
+    if not tokens:
+        raise InvalidInputError(f"token file {path} holds no token")
+    return [t.encode() for t in tokens]
+
+
+class TokenAuthInterceptor(grpc.ServerInterceptor):
+    def __init__(self, tokens: list[bytes]) -> None:
+        self._tokens = tokens
+
+        def deny(request: Any, context: grpc.ServicerContext) -> Any:
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
+
+        self._deny_unary = grpc.unary_unary_rpc_method_handler(deny)
+        self._deny_stream = grpc.unary_stream_rpc_method_handler(deny)
+
+    def _allowed(self, metadata: tuple[tuple[str, str | bytes], ...]) -> bool:
+        for key, value in metadata or ():
+            if key != "authorization":
+                continue
+            text = value.decode() if isinstance(value, bytes) else value
+            if not text.startswith("Bearer "):
+                return False
+            offered = text[len("Bearer ") :].encode()
+            # compare against every token so the time taken does not tell which one nearly matched
+            return any([hmac.compare_digest(offered, token) for token in self._tokens])
+        return False
+
+    def intercept_service(
+        self, continuation: Callable[[grpc.HandlerCallDetails], Any], details: grpc.HandlerCallDetails
+    ) -> Any:
+        if details.method.startswith(OPEN_PREFIXES) or self._allowed(details.invocation_metadata):
+            return continuation(details)
+        handler = continuation(details)
+        if handler is not None and handler.response_streaming:
+            return self._deny_stream
+        return self._deny_unary

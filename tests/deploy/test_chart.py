@@ -1,0 +1,718 @@
+"""The Helm chart helm/skbqa, offline: render it with every CI values file, lint it, validate every rendered object
+against the Kubernetes schemas (strict), check probes, resources, security contexts, port consistency,
+NetworkPolicies and secrets, and check that k8s/ (and the other derived files) match the chart.
+
+Helm runs as a library (helm-python-sdk embeds Helm v4); no helm binary and no cluster are needed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+helm = pytest.importorskip("helm_python")
+kubernetes_validate = pytest.importorskip("kubernetes_validate")
+
+from tests.deploy.crd_schemas import CRD_KINDS, pod_templates, validate_custom  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "helm" / "skbqa"
+CI_FILES = sorted((CHART / "ci").glob("*-values.yaml"))
+SERVICES = ("gateway", "parser", "symbols", "grounding", "ranking", "reranker")
+# the chart's minimum (Chart.yaml kubeVersion) and the newest schemas kubernetes-validate carries
+KUBERNETES_VERSIONS = ("1.25.0", "1.37.0")
+INPUT_TOPIC = {
+    "parser": "skbqa.query",
+    "symbols": "skbqa.parsed",
+    "grounding": "skbqa.symbols",
+    "ranking": "skbqa.grounded",
+    "reranker": "skbqa.ranked",
+}
+
+
+def _load_render_module() -> Any:
+    spec = importlib.util.spec_from_file_location("render_k8s", ROOT / "scripts" / "render_k8s.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["render_k8s"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+render_k8s = _load_render_module()
+
+
+def values_of(path: Path) -> dict[str, Any]:
+    return yaml.safe_load(path.read_text()) or {}
+
+
+@pytest.fixture(scope="module")
+def rendered() -> dict[str, list[dict[str, Any]]]:
+    """CI values file name -> every object the chart renders with it."""
+    return {path.name: [doc.obj for doc in render_k8s.render(values_of(path))] for path in CI_FILES}
+
+
+def objects(
+    rendered: dict[str, list[dict[str, Any]]], ci_file: str, kind: str | None = None
+) -> list[dict[str, Any]]:
+    return [o for o in rendered[ci_file] if kind is None or o["kind"] == kind]
+
+
+def one(rendered: dict[str, list[dict[str, Any]]], ci_file: str, kind: str, name: str) -> dict[str, Any]:
+    found = [o for o in objects(rendered, ci_file, kind) if o["metadata"]["name"] == name]
+    assert len(found) == 1, f"{ci_file}: expected one {kind} {name}, found {len(found)}"
+    return found[0]
+
+
+def pod_specs(obj: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(where, pod spec, pod metadata) of every pod template an object carries."""
+    where = f"{obj['kind']}/{obj['metadata']['name']}"
+    if obj["kind"] in ("Deployment", "Job", "StatefulSet", "DaemonSet"):
+        template = obj["spec"]["template"]
+        yield where, template["spec"], template.get("metadata", {})
+    elif obj["kind"] == "RayService":
+        for i, template in enumerate(pod_templates(obj)):
+            yield f"{where}[{i}]", template["spec"], template.get("metadata", {})
+
+
+def all_containers(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    return [*spec.get("initContainers", []), *spec["containers"]]
+
+
+def main_container(rendered: dict[str, list[dict[str, Any]]], ci_file: str, name: str) -> dict[str, Any]:
+    """The first container of Deployment `name`."""
+    return one(rendered, ci_file, "Deployment", name)["spec"]["template"]["spec"]["containers"][0]
+
+
+SERVICE_KINDS = {
+    "Deployment",
+    "Service",
+    "ServiceAccount",
+    "PodDisruptionBudget",
+    "HorizontalPodAutoscaler",
+    "NetworkPolicy",
+}
+
+
+def arg_after(args: list[str], flag: str) -> str | None:
+    return args[args.index(flag) + 1] if flag in args else None
+
+
+# ---------------------------------------------------------------------------------------------------- structure
+
+
+def test_ci_values_files_cover_the_required_scenarios() -> None:
+    names = {p.name for p in CI_FILES}
+    assert len(names) >= 3
+    assert {"defaults-values.yaml", "external-tls-auth-values.yaml", "kuberay-gpu-loadgen-values.yaml"} <= names
+
+
+@pytest.mark.parametrize("ci_file", CI_FILES, ids=lambda p: p.name)
+def test_values_pass_the_schema(ci_file: Path) -> None:
+    with helm.Chart.load(str(CHART)) as chart:
+        chart.validate_schema(values_of(ci_file))
+
+
+@pytest.mark.parametrize("ci_file", CI_FILES, ids=lambda p: p.name)
+def test_lint_reports_no_errors(ci_file: Path) -> None:
+    report = helm.lint(str(CHART), values_of(ci_file))
+    assert report["errors"] == []
+    problems = [m["error"] for m in report["messages"] if m["severity"] >= 2]
+    # The dependency charts (Kafka, Milvus, NebulaGraph) are fetched by `helm dependency build`, which needs the
+    # network; offline their absence is the one expected warning.
+    unexpected = [p for p in problems if not p.startswith("chart directory is missing these dependencies")]
+    assert unexpected == []
+
+
+@pytest.mark.parametrize("ci_file", CI_FILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+def test_every_object_validates_strictly(
+    rendered: dict[str, list[dict[str, Any]]], ci_file: Path, version: str
+) -> None:
+    failures = []
+    docs = rendered[ci_file.name]
+    assert docs, "nothing rendered"
+    for obj in docs:
+        name = f"{obj['kind']}/{obj['metadata']['name']}"
+        try:
+            if obj["kind"] in CRD_KINDS:
+                validate_custom(obj, version)
+            else:
+                kubernetes_validate.validate(obj, version, strict=True)
+        except kubernetes_validate.SchemaNotFoundError:
+            failures.append(f"{name}: no schema (an unexpected kind)")
+        except Exception as exc:
+            path = ".".join(str(p) for p in getattr(exc, "path", []))
+            failures.append(f"{name}: {path}: {getattr(exc, 'message', exc)}")
+    assert failures == [], "\n".join(failures)
+    print(f"{ci_file.name}: {len(docs)} objects valid against Kubernetes {version} (strict)")
+
+
+EDGE_VALUES = {
+    "everything-optional-off": {
+        "networkPolicy": {"enabled": False},
+        "serviceAccount": {"create": False},
+        "index": {"waitForIndex": False},
+        "ingest": {"enabled": False},
+        "metrics": {"dashboard": {"enabled": False}, "podAnnotations": False},
+    },
+    "loadgen-web-restricted-clients": {
+        "loadgen": {"enabled": True, "mode": "web"},
+        "networkPolicy": {"clients": [{"namespaceSelector": {"matchLabels": {"team": "search"}}}]},
+    },
+    "triton-claim-ray-fixed": {
+        "triton": {
+            "enabled": True,
+            "modelRepository": {"existingClaim": "models"},
+            "autoscaling": {"enabled": True},
+        },
+        "ray": {"enabled": True, "autoscaling": False},
+    },
+    "tls-tcp-probes": {"gateway": {"tls": {"enabled": True, "existingSecret": "gateway-tls"}}},
+    "two-services-off-no-hpa": {
+        "services": {"parser": {"enabled": False}, "symbols": {"enabled": False}},
+        "serviceDefaults": {"autoscaling": {"enabled": False}, "pdb": {"enabled": False}},
+    },
+    "other-ports-and-names": {"fullnameOverride": "qa", "ports": {"grpc": 6000, "metrics": 6001}},
+}
+
+
+@pytest.mark.parametrize("name", EDGE_VALUES)
+def test_edge_values_render_valid_objects(name: str) -> None:
+    docs = [doc.obj for doc in render_k8s.render(EDGE_VALUES[name])]
+    for obj in docs:
+        if obj["kind"] in CRD_KINDS:
+            validate_custom(obj, KUBERNETES_VERSIONS[-1])
+        else:
+            kubernetes_validate.validate(obj, KUBERNETES_VERSIONS[-1], strict=True)
+    deployments = {o["metadata"]["name"]: o for o in docs if o["kind"] == "Deployment"}
+    if name == "other-ports-and-names":
+        container = deployments["qa-gateway"]["spec"]["template"]["spec"]["containers"][0]
+        assert arg_after(container["args"], "--port") == "6000"
+        assert container["livenessProbe"]["grpc"]["port"] == 6000
+        policy = next(o for o in docs if o["kind"] == "NetworkPolicy" and o["metadata"]["name"] == "qa-gateway")
+        assert _ingress_ports(policy) == {6000, 6001}
+    if name == "tls-tcp-probes":
+        probe = deployments["skbqa-gateway"]["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]
+        assert probe["tcpSocket"] == {"port": "grpc"}
+    if name == "two-services-off-no-hpa":
+        assert {"skbqa-parser", "skbqa-symbols"}.isdisjoint(deployments)
+        assert not [o for o in docs if o["kind"] in ("HorizontalPodAutoscaler", "PodDisruptionBudget")]
+        assert all(
+            d["spec"]["replicas"] == 2 for d in deployments.values() if "ingest" not in d["metadata"]["name"]
+        )
+    if name == "everything-optional-off":
+        assert not [o for o in docs if o["kind"] in ("NetworkPolicy", "ServiceAccount", "Job", "ConfigMap")]
+
+
+def test_schema_rejects_secrets_typos_and_insecure_settings() -> None:
+    bad_values = [
+        {"llm": {"apiKey": "sk-live-123"}},  # secrets are never values
+        {"gateway": {"tls": {"enabled": True, "key": "-----BEGIN PRIVATE KEY-----"}}},
+        {"gateway": {"auth": {"enabled": True}}},  # auth without the Secret holding the tokens
+        {"services": {"gatway": {"replicas": 2}}},  # typo
+        {"containerSecurityContext": {"readOnlyRootFilesystem": False}},
+        {"podSecurityContext": {"runAsNonRoot": False}},
+        {"containerSecurityContext": {"capabilities": {"drop": ["NET_RAW"]}}},
+        {"serviceDefaults": {"resources": {"requests": {"cpu": "lots", "memory": "1Gi"}}}},
+        {"externalKafka": {"bootstrap": "kafka://broker:9092"}},
+    ]
+    with helm.Chart.load(str(CHART)) as chart:
+        for bad in bad_values:
+            with pytest.raises(helm.HelmError):
+                chart.validate_schema(bad)
+            with pytest.raises(helm.HelmError):
+                chart.render(bad, name="skbqa", namespace="skbqa")
+
+
+def test_every_service_has_its_objects(rendered: dict[str, list[dict[str, Any]]]) -> None:
+    for name in SERVICES:
+        full = f"skbqa-{name}"
+        for kind in SERVICE_KINDS:
+            one(rendered, "defaults-values.yaml", kind, full)
+        deployment = one(rendered, "defaults-values.yaml", "Deployment", full)
+        spec = deployment["spec"]["template"]["spec"]
+        assert spec["serviceAccountName"] == full
+        assert arg_after(spec["containers"][0]["args"], "--role") == name
+        assert spec["containers"][0]["args"][0] == "serve"
+        # the HPA owns the replica count: the Deployment must not fight it on every upgrade
+        assert "replicas" not in deployment["spec"]
+        keys = [c["topologyKey"] for c in spec["topologySpreadConstraints"]]
+        assert keys == ["topology.kubernetes.io/zone", "kubernetes.io/hostname"]
+        for constraint in spec["topologySpreadConstraints"]:
+            assert constraint["labelSelector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+
+
+def test_explicit_false_and_counts_override_the_service_defaults(
+    rendered: dict[str, list[dict[str, Any]]],
+) -> None:
+    ci = "bundled-backends-values.yaml"
+    names = {(o["kind"], o["metadata"]["name"]) for o in rendered[ci]}
+    assert ("HorizontalPodAutoscaler", "skbqa-reranker") not in names
+    assert ("PodDisruptionBudget", "skbqa-reranker") not in names
+    assert one(rendered, ci, "Deployment", "skbqa-reranker")["spec"]["replicas"] == 1
+    assert (
+        "topologySpreadConstraints"
+        not in one(rendered, ci, "Deployment", "skbqa-symbols")["spec"]["template"]["spec"]
+    )
+    assert one(rendered, ci, "HorizontalPodAutoscaler", "skbqa-symbols")["spec"]["maxReplicas"] == 12
+    # the rest of the defaults survive a partial override
+    assert one(rendered, ci, "HorizontalPodAutoscaler", "skbqa-symbols")["spec"]["minReplicas"] == 2
+
+
+# ------------------------------------------------------------------------------------- probes, ports, resources
+
+
+@pytest.mark.parametrize("ci_file", CI_FILES, ids=lambda p: p.name)
+def test_probes_and_ports_are_consistent(rendered: dict[str, list[dict[str, Any]]], ci_file: Path) -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    grpc_port, metrics_port = values["ports"]["grpc"], values["ports"]["metrics"]
+    tls = values_of(ci_file).get("gateway", {}).get("tls", {})
+    for name in SERVICES:
+        deployment = one(rendered, ci_file.name, "Deployment", f"skbqa-{name}")
+        service = one(rendered, ci_file.name, "Service", f"skbqa-{name}")
+        container = deployment["spec"]["template"]["spec"]["containers"][0]
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        assert ports["grpc"] == grpc_port and ports["metrics"] == metrics_port
+        assert int(arg_after(container["args"], "--port") or 0) == grpc_port
+        assert int(arg_after(container["args"], "--metrics-port") or 0) == metrics_port
+        assert arg_after(container["args"], "--host") == values["listenAddress"]
+        # every Service port targets a named container port with the same number
+        for port in service["spec"]["ports"]:
+            assert ports[port["targetPort"]] == port["port"], f"{name}: Service port {port['name']}"
+        assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+        for probe_name in ("startupProbe", "readinessProbe", "livenessProbe"):
+            probe = container[probe_name]
+            if name == "gateway" and tls.get("enabled"):
+                if tls.get("healthPort"):
+                    assert probe["grpc"]["port"] == tls["healthPort"] == ports["health"]
+                    env = {e["name"]: e.get("value") for e in container["env"]}
+                    assert env["SKBQA_HEALTH_PORT"] == str(tls["healthPort"])
+                else:
+                    assert probe["tcpSocket"]["port"] == "grpc"
+            else:
+                assert probe["grpc"]["port"] == grpc_port, (
+                    f"{name} {probe_name} is not a native gRPC probe on {grpc_port}"
+                )
+            assert probe["periodSeconds"] >= 1 and probe["failureThreshold"] >= 1
+        # liveness must not kill a pod that is still loading its index: a startup probe gates it
+        startup = container["startupProbe"]
+        assert startup["periodSeconds"] * startup["failureThreshold"] >= 120
+
+
+@pytest.mark.parametrize("ci_file", CI_FILES, ids=lambda p: p.name)
+def test_every_container_has_requests_and_limits(rendered: dict[str, list[dict[str, Any]]], ci_file: Path) -> None:
+    for obj in rendered[ci_file.name]:
+        for where, spec, _ in pod_specs(obj):
+            for container in all_containers(spec):
+                resources = container.get("resources", {})
+                for part in ("requests", "limits"):
+                    for resource in ("cpu", "memory"):
+                        assert resource in resources.get(part, {}), (
+                            f"{where}/{container['name']}: no {part}.{resource}"
+                        )
+
+
+@pytest.mark.parametrize("ci_file", CI_FILES, ids=lambda p: p.name)
+def test_pods_are_locked_down(rendered: dict[str, list[dict[str, Any]]], ci_file: Path) -> None:
+    ray_autoscaling = values_of(ci_file).get("ray", {}).get("autoscaling", True)
+    count = 0
+    for obj in rendered[ci_file.name]:
+        for where, spec, meta in pod_specs(obj):
+            count += 1
+            pod = spec["securityContext"]
+            assert pod["runAsNonRoot"] is True, where
+            assert pod["seccompProfile"]["type"] == "RuntimeDefault", where
+            assert pod.get("runAsUser", 0) > 0, where
+            assert not spec.get("hostNetwork") and not spec.get("hostPID") and not spec.get("hostIPC"), where
+            head_with_autoscaler = meta.get("labels", {}).get("skbqa.io/ray-group") == "head" and ray_autoscaling
+            if not head_with_autoscaler:  # KubeRay's autoscaler sidecar needs the API token in the head pod
+                assert spec["automountServiceAccountToken"] is False, where
+            for container in all_containers(spec):
+                sc = container["securityContext"]
+                label = f"{where}/{container['name']}"
+                assert sc["readOnlyRootFilesystem"] is True, label
+                assert sc["allowPrivilegeEscalation"] is False, label
+                assert sc["runAsNonRoot"] is True, label
+                assert sc.get("privileged", False) is False, label
+                assert sc["capabilities"]["drop"] == ["ALL"], label
+                assert not sc["capabilities"].get("add"), label
+                mounts = {m["mountPath"] for m in container.get("volumeMounts", [])}
+                if container["name"] not in ("wait-for-index",):
+                    assert "/tmp" in mounts or container["name"] == "seed-model-repository", (
+                        f"{label}: no writable /tmp"
+                    )
+    assert count > 0
+
+
+def test_index_is_mounted_read_only_except_in_the_ingest_job(rendered: dict[str, list[dict[str, Any]]]) -> None:
+    for obj in rendered["defaults-values.yaml"]:
+        for where, spec, _ in pod_specs(obj):
+            for container in all_containers(spec):
+                for mount in container.get("volumeMounts", []):
+                    if mount["name"] == "index":
+                        writable = obj["kind"] == "Job"
+                        assert mount.get("readOnly", False) is (not writable), f"{where}/{container['name']}"
+    job = objects(rendered, "defaults-values.yaml", "Job")[0]
+    args = job["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[0] == "ingest" and arg_after(args, "--index") == "/index/current"
+    gateway = one(rendered, "defaults-values.yaml", "Deployment", "skbqa-gateway")["spec"]["template"]["spec"]
+    assert arg_after(gateway["containers"][0]["args"], "--index") == "/index/current"
+    assert gateway["initContainers"][0]["name"] == "wait-for-index"
+
+
+# ------------------------------------------------------------------------------------------------ network policy
+
+
+def _egress_ports(policy: dict[str, Any]) -> set[int]:
+    return {p["port"] for rule in policy["spec"].get("egress", []) for p in rule.get("ports", [])}
+
+
+def _ingress_ports(policy: dict[str, Any]) -> set[int]:
+    return {p["port"] for rule in policy["spec"].get("ingress", []) for p in rule.get("ports", [])}
+
+
+@pytest.mark.parametrize("ci_file", CI_FILES, ids=lambda p: p.name)
+def test_default_deny_covers_every_pod_of_the_release(
+    rendered: dict[str, list[dict[str, Any]]], ci_file: Path
+) -> None:
+    deny = one(rendered, ci_file.name, "NetworkPolicy", "skbqa-default-deny")
+    assert deny["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    assert "ingress" not in deny["spec"] and "egress" not in deny["spec"]
+    selector = deny["spec"]["podSelector"]["matchLabels"]
+    for obj in rendered[ci_file.name]:
+        for where, _, meta in pod_specs(obj):
+            labels = meta.get("labels", {})
+            assert all(labels.get(k) == v for k, v in selector.items()), f"{where} escapes the default deny"
+            component = labels["app.kubernetes.io/component"]
+            # and every component has its own allow-list
+            one(rendered, ci_file.name, "NetworkPolicy", f"skbqa-{component}")
+
+
+def test_network_policies_allow_only_the_architecture_flows(rendered: dict[str, list[dict[str, Any]]]) -> None:
+    """With every backend configured (external file), each service may reach exactly its backends."""
+    ci = "external-tls-auth-values.yaml"
+    llm_ports = set(values_of(CHART / "ci" / ci)["llm"]["egress"]["ports"])
+    expected_egress = {
+        "gateway": {9092},
+        "parser": {9092, 8001} | llm_ports,
+        "symbols": {9092, 8001, 19530},
+        "grounding": {9092, 9669},
+        "ranking": {9092, 8001, 19530},
+        "reranker": {9092} | llm_ports,
+    }
+    for name, ports in expected_egress.items():
+        policy = one(rendered, ci, "NetworkPolicy", f"skbqa-{name}")
+        assert _egress_ports(policy) == ports, name
+        # only the gateway accepts gRPC; everyone accepts Prometheus on the metrics port, from Prometheus only
+        assert _ingress_ports(policy) == ({50051, 9100} if name == "gateway" else {9100}), name
+        for rule in policy["spec"]["ingress"]:
+            if {p["port"] for p in rule["ports"]} == {9100}:
+                assert rule["from"] == values_of(CHART / "ci" / ci)["networkPolicy"]["prometheus"]
+            else:
+                assert rule["from"] == values_of(CHART / "ci" / ci)["networkPolicy"]["clients"]
+        for rule in policy["spec"]["egress"]:
+            assert rule.get("to"), f"{name}: an egress rule open to any destination"
+    parser = one(rendered, ci, "NetworkPolicy", "skbqa-parser")
+    blocks = [
+        peer["ipBlock"]["cidr"] for rule in parser["spec"]["egress"] for peer in rule["to"] if "ipBlock" in peer
+    ]
+    assert blocks == ["203.0.113.0/24"]
+    # DNS is the one egress every pod shares
+    dns = one(rendered, ci, "NetworkPolicy", "skbqa-allow-dns")
+    assert _egress_ports(dns) == {53} and dns["spec"]["policyTypes"] == ["Egress"]
+
+
+def test_network_policies_with_ray_triton_and_the_load_generator(
+    rendered: dict[str, list[dict[str, Any]]],
+) -> None:
+    ci = "kuberay-gpu-loadgen-values.yaml"
+    assert _egress_ports(one(rendered, ci, "NetworkPolicy", "skbqa-reranker")) == {9092, 10001}
+    assert _egress_ports(one(rendered, ci, "NetworkPolicy", "skbqa-grounding")) == {9092}
+    triton = one(rendered, ci, "NetworkPolicy", "skbqa-triton")
+    assert _ingress_ports(triton) == {8001, 8002} and triton["spec"]["egress"] == []
+    callers = {
+        peer["podSelector"]["matchLabels"]["app.kubernetes.io/component"]
+        for rule in triton["spec"]["ingress"]
+        if rule["ports"][0]["port"] == 8001
+        for peer in rule["from"]
+    }
+    assert callers == {"parser", "symbols", "ranking", "ray"}
+    loadgen = one(rendered, ci, "NetworkPolicy", "skbqa-loadgen")
+    assert _egress_ports(loadgen) == {50051, 5557}
+    ray = one(rendered, ci, "NetworkPolicy", "skbqa-ray")
+    reranker_rule = ray["spec"]["ingress"][0]
+    assert reranker_rule["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "reranker"
+    assert reranker_rule["ports"] == [{"protocol": "TCP", "port": 10001}]
+
+
+# ------------------------------------------------------------------------------------------ secrets and backends
+
+
+@pytest.mark.parametrize("ci_file", CI_FILES, ids=lambda p: p.name)
+def test_no_secret_material_is_rendered(rendered: dict[str, list[dict[str, Any]]], ci_file: Path) -> None:
+    assert not objects(rendered, ci_file.name, "Secret")
+    sensitive = re.compile(r"(KEY|TOKEN|PASSWORD|SECRET)$")
+    for obj in rendered[ci_file.name]:
+        for where, spec, _ in pod_specs(obj):
+            for container in all_containers(spec):
+                for env in container.get("env", []):
+                    if sensitive.search(env["name"]):
+                        assert "value" not in env and "secretKeyRef" in env["valueFrom"], f"{where}: {env['name']}"
+
+
+def test_values_files_hold_no_secrets() -> None:
+    """Keys that sound secret may only name an existing Secret (or a key inside one), never carry a value."""
+    sensitive = re.compile(r"password|apikey|api_key|token|secret|privatekey|credential", re.I)
+    reference = re.compile(r"^existingSecret$|Key$|Keys$|^automountToken$|^imagePullSecrets$", re.I)
+
+    def walk(node: Any, path: str) -> Iterator[tuple[str, Any]]:
+        if isinstance(node, dict):
+            for key, child in node.items():
+                yield from walk(child, f"{path}.{key}" if path else str(key))
+        elif isinstance(node, list):
+            for i, child in enumerate(node):
+                yield from walk(child, f"{path}[{i}]")
+        else:
+            yield path, node
+
+    for path in [CHART / "values.yaml", *CI_FILES]:
+        for key_path, value in walk(values_of(path), ""):
+            key = re.sub(r"\[\d+\]$", "", key_path).rsplit(".", 1)[-1]
+            if sensitive.search(key) and not reference.search(key):
+                assert value in (None, "", False, True), f"{path.name}: {key_path} carries a value"
+    text = "\n".join(p.read_text() for p in [CHART / "values.yaml", *CI_FILES])
+    assert "BEGIN" not in text and not re.search(r"\bsk-[A-Za-z0-9]{8,}", text)
+
+
+def test_external_backends_tls_auth_and_llm_secret(rendered: dict[str, list[dict[str, Any]]]) -> None:
+    ci = "external-tls-auth-values.yaml"
+    values = values_of(CHART / "ci" / ci)
+
+    def args(name: str) -> list[str]:
+        return main_container(rendered, ci, f"skbqa-{name}")["args"]
+
+    bus = f"kafka://{values['externalKafka']['bootstrap']}"
+    assert all(arg_after(args(name), "--bus") == bus for name in SERVICES)
+    for name in ("parser", "symbols", "ranking"):
+        assert arg_after(args(name), "--encoder") == values["externalTriton"]["url"]
+    for name in ("symbols", "ranking"):
+        assert arg_after(args(name), "--vectors") == values["externalMilvus"]["url"]
+    assert arg_after(args("grounding"), "--graph") == values["externalNebula"]["url"]
+    assert "--encoder" not in args("gateway") and "--vectors" not in args("grounding")
+
+    gateway = one(rendered, ci, "Deployment", "skbqa-gateway")["spec"]["template"]["spec"]
+    env = {e["name"]: e for e in gateway["containers"][0]["env"]}
+    mounts = {m["name"]: m for m in gateway["containers"][0]["volumeMounts"]}
+    volumes = {v["name"]: v for v in gateway["volumes"]}
+    assert volumes["tls"]["secret"]["secretName"] == values["gateway"]["tls"]["existingSecret"]
+    assert volumes["auth"]["secret"]["secretName"] == values["gateway"]["auth"]["existingSecret"]
+    assert mounts["tls"]["readOnly"] and mounts["auth"]["readOnly"]
+    for var, key in (
+        ("SKBQA_TLS_CERT_FILE", "tls.crt"),
+        ("SKBQA_TLS_KEY_FILE", "tls.key"),
+        ("SKBQA_TLS_CLIENT_CA_FILE", "ca.crt"),
+    ):
+        assert env[var]["value"] == f"{mounts['tls']['mountPath']}/{key}"
+    assert env["SKBQA_AUTH_TOKENS_FILE"]["value"] == f"{mounts['auth']['mountPath']}/tokens"
+    assert one(rendered, ci, "Service", "skbqa-gateway")["spec"]["type"] == "LoadBalancer"
+
+    for name in ("parser", "reranker"):
+        spec = one(rendered, ci, "Deployment", f"skbqa-{name}")["spec"]["template"]["spec"]
+        env = {e["name"]: e for e in spec["containers"][0]["env"]}
+        assert env["SKBQA_LLM_API_KEY"]["valueFrom"]["secretKeyRef"] == {"name": "skbqa-llm", "key": "api-key"}
+        assert env["SKBQA_LLM_URL"]["value"] == env["SKBQA_LLM_BASE_URL"]["value"] == values["llm"]["baseUrl"]
+    symbols_env = {e["name"] for e in main_container(rendered, ci, "skbqa-symbols")["env"]}
+    assert not any(name.startswith("SKBQA_LLM") for name in symbols_env - {"SKBQA_LLM_CONCURRENCY"})
+    image = gateway["containers"][0]["image"]
+    assert image == f"{values['image']['repository']}@{values['image']['digest']}"
+    assert gateway["imagePullSecrets"] == [{"name": "registry-credentials"}]
+
+
+def test_kafka_lag_autoscaling_targets_each_stage_input_topic(rendered: dict[str, list[dict[str, Any]]]) -> None:
+    ci = "external-tls-auth-values.yaml"
+    for name in SERVICES:
+        hpas = [
+            h for h in objects(rendered, ci, "HorizontalPodAutoscaler") if h["metadata"]["name"] == f"skbqa-{name}"
+        ]
+        if name == "grounding":
+            assert not hpas  # autoscaling switched off for it in this file
+            continue
+        metrics = hpas[0]["spec"]["metrics"]
+        assert metrics[0]["resource"]["name"] == "cpu"
+        lag = [m for m in metrics if m["type"] == "Pods"]
+        if name == "gateway":
+            assert lag == []
+        else:
+            assert lag[0]["pods"]["metric"]["name"] == "skbqa_kafka_lag"
+            assert lag[0]["pods"]["metric"]["selector"]["matchLabels"]["topic"] == INPUT_TOPIC[name]
+            assert lag[0]["pods"]["target"] == {"type": "AverageValue", "averageValue": "25"}
+
+
+def test_bundled_backends_are_addressed_by_their_release_names(rendered: dict[str, list[dict[str, Any]]]) -> None:
+    ci = "bundled-backends-values.yaml"
+    symbols = main_container(rendered, ci, "skbqa-symbols")["args"]
+    assert arg_after(symbols, "--bus") == "kafka://skbqa-kafka:9092"
+    assert arg_after(symbols, "--vectors") == "milvus://skbqa-milvus:19530"
+    grounding = main_container(rendered, ci, "skbqa-grounding")["args"]
+    assert arg_after(grounding, "--graph") == "nebula://nebula-graphd-svc:9669/biomed"
+    policy = one(rendered, ci, "NetworkPolicy", "skbqa-symbols")
+    selectors = [
+        peer["podSelector"]["matchLabels"] for rule in policy["spec"]["egress"] for peer in rule.get("to", [])
+    ]
+    assert {"app.kubernetes.io/name": "kafka", "app.kubernetes.io/instance": "skbqa"} in selectors
+    assert {"app.kubernetes.io/name": "milvus", "app.kubernetes.io/instance": "skbqa"} in selectors
+    deps = {d["name"]: d for d in yaml.safe_load((CHART / "Chart.yaml").read_text())["dependencies"]}
+    assert {d["condition"] for d in deps.values()} == {"kafka.enabled", "milvus.enabled", "nebula.enabled"}
+
+
+def test_ray_triton_and_load_generator_wiring(rendered: dict[str, list[dict[str, Any]]]) -> None:
+    ci = "kuberay-gpu-loadgen-values.yaml"
+    values = values_of(CHART / "ci" / ci)
+    ray = one(rendered, ci, "RayService", "skbqa-ray")
+    reranker = main_container(rendered, ci, "skbqa-reranker")
+    assert arg_after(reranker["args"], "--ray-address") == f"ray://{ray['metadata']['name']}-head-svc:10001"
+    assert reranker["image"].startswith("ghcr.io/skbqa/skbqa-ray:")  # Ray Client needs ray in the caller
+    serve = yaml.safe_load(ray["spec"]["serveConfigV2"])
+    assert serve["applications"][0]["args"]["index_dir"] == "/index/current"
+    head = ray["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    assert {p["containerPort"] for p in head["ports"]} >= {10001, 8265, 6379}
+    workers = ray["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["template"]["spec"]
+    assert workers["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 1
+    assert workers["tolerations"] == values["ray"]["workers"]["tolerations"]
+
+    triton = one(rendered, ci, "Deployment", "skbqa-triton")
+    triton_service = one(rendered, ci, "Service", "skbqa-triton")
+    spec = triton["spec"]["template"]["spec"]
+    container = spec["containers"][0]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == 1
+    assert spec["nodeSelector"] == values["triton"]["nodeSelector"]
+    assert spec["tolerations"] == values["triton"]["tolerations"]
+    assert {m["mountPath"] for m in container["volumeMounts"]} >= {"/models", "/dev/shm"}
+    assert "--model-repository=/models" in container["args"] and "--load-model=skbqa_encoder" in container["args"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"http": 8000, "grpc": 8001, "metrics": 8002}
+    assert {p["name"]: p["port"] for p in triton_service["spec"]["ports"]} == ports
+    parser = main_container(rendered, ci, "skbqa-parser")
+    assert arg_after(parser["args"], "--encoder") == "triton://skbqa-triton:8001/skbqa_encoder"
+
+    master = one(rendered, ci, "Deployment", "skbqa-loadgen")
+    workers_dep = one(rendered, ci, "Deployment", "skbqa-loadgen-worker")
+    assert workers_dep["spec"]["replicas"] == values["loadgen"]["workers"]
+    env = {e["name"]: e.get("value") for e in master["spec"]["template"]["spec"]["containers"][0]["env"]}
+    gateway_service = one(rendered, ci, "Service", "skbqa-gateway")
+    grpc_port = next(p["port"] for p in gateway_service["spec"]["ports"] if p["name"] == "grpc")
+    assert env["LOCUST_HOST"] == f"{gateway_service['metadata']['name']}:{grpc_port}"
+    assert env["LOCUST_USERS"] == "100" and env["LOCUST_SPAWN_RATE"] == "10"
+    worker_args = workers_dep["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert (
+        arg_after(worker_args, "--master-host")
+        == one(rendered, ci, "Service", "skbqa-loadgen")["metadata"]["name"]
+    )
+
+
+def test_monitoring_objects(rendered: dict[str, list[dict[str, Any]]]) -> None:
+    ci = "kuberay-gpu-loadgen-values.yaml"
+    monitor = one(rendered, ci, "ServiceMonitor", "skbqa")
+    endpoint = monitor["spec"]["endpoints"][0]
+    assert endpoint["port"] == "metrics" and endpoint["path"] == "/metrics"
+    selected = [
+        s
+        for s in objects(rendered, ci, "Service")
+        if all(s["metadata"]["labels"].get(k) == v for k, v in monitor["spec"]["selector"]["matchLabels"].items())
+        and any(p["name"] == "metrics" for p in s["spec"]["ports"])
+    ]
+    assert {s["metadata"]["name"] for s in selected} >= {f"skbqa-{n}" for n in SERVICES} | {"skbqa-triton"}
+    dashboard = one(rendered, ci, "ConfigMap", "skbqa-dashboard")
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    board = json.loads(dashboard["data"]["skbqa-dashboard.json"])
+    assert board["panels"] and "skbqa_" in json.dumps(board)
+
+
+# ------------------------------------------------------------------------------------------- documentation, drift
+
+
+def test_every_value_is_documented() -> None:
+    text = (CHART / "values.yaml").read_text()
+    values = yaml.safe_load(text)
+    docs = render_k8s.value_docs(text)
+    undocumented = []
+    for path in render_k8s.leaf_paths(values):
+        parts = path.split(".")
+        if not any(".".join(parts[:i]) in docs for i in range(len(parts), 0, -1)):
+            undocumented.append(path)
+    assert undocumented == []
+    for path in docs:
+        render_k8s.lookup(values, path)  # a comment never documents a key that does not exist
+    # the schema is closed and describes what values.yaml documents
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    assert schema["additionalProperties"] is False
+    for path in docs:
+        node = schema
+        for part in path.split("."):
+            if "$ref" in node:
+                node = schema["definitions"][node["$ref"].rsplit("/", 1)[1]]
+            props = node.get("properties", {})
+            if part not in props:
+                break
+            node = props[part]
+        else:
+            assert node.get("description"), f"values.schema.json: {path} has no description"
+
+
+def test_k8s_manifests_and_derived_files_match_the_chart() -> None:
+    problems = render_k8s.drift()
+    assert problems == [], "\n".join(problems) + "\nrun: .venv/bin/python scripts/render_k8s.py"
+    files = {p.name for p in (ROOT / "k8s").glob("*.yaml")}
+    assert {f"{n}.yaml" for n in SERVICES} | {"shared.yaml", "ingest.yaml", "kustomization.yaml"} <= files
+    for name in SERVICES:
+        kinds = {d["kind"] for d in yaml.safe_load_all((ROOT / "k8s" / f"{name}.yaml").read_text()) if d}
+        assert kinds == SERVICE_KINDS
+
+
+def test_dashboard_copy_equals_the_grafana_source() -> None:
+    source = ROOT / "deploy" / "grafana" / "skbqa-dashboard.json"
+    if not source.is_file():
+        pytest.skip("deploy/grafana/skbqa-dashboard.json does not exist yet")
+    assert (CHART / "dashboards" / "skbqa-dashboard.json").read_text() == source.read_text()
+
+
+def test_drift_check_fails_on_a_hand_edit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    copy = tmp_path / "k8s"
+    shutil.copytree(ROOT / "k8s", copy)
+    monkeypatch.setattr(render_k8s, "K8S", copy)
+    assert render_k8s.drift() == []
+    edited = copy / "gateway.yaml"
+    edited.write_text(edited.read_text().replace("maxUnavailable: 1", "maxUnavailable: 3"))
+    (copy / "extra.yaml").write_text("kind: ConfigMap\n")
+    problems = render_k8s.drift()
+    assert any("gateway.yaml" in p for p in problems) and any("extra.yaml" in p for p in problems)
+    assert render_k8s.main(["--check"]) == 1
+
+
+def test_kubernetes_validate_cli_accepts_the_rendered_manifests() -> None:
+    """The same check through the `kubernetes-validate --strict` command an operator would run on k8s/."""
+    import subprocess
+
+    cli = Path(sys.executable).with_name("kubernetes-validate")
+    if not cli.exists():
+        pytest.skip("kubernetes-validate command not installed next to this interpreter")
+    files = sorted(str(p) for p in (ROOT / "k8s").glob("*.yaml") if p.name != "kustomization.yaml")
+    completed = subprocess.run(
+        [str(cli), "--strict", "--kubernetes-version", "1.37.0", *files],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "ERROR" not in completed.stdout and "WARN" not in completed.stdout, completed.stdout
+    assert completed.stdout.count("INFO") == len(render_k8s.render())

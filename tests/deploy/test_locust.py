@@ -1,0 +1,118 @@
+"""Bounded headless Locust runs of loadtest/locustfile.py against the embedded server (`skbqa serve`).
+
+Locust runs as a subprocess through loadtest/headless.py: importing it into pytest (which has imported `ssl`)
+crashes with a RecursionError, because Locust patches the process with gevent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("locust")
+pytest.importorskip("grpc")
+
+from tests.conftest import SAMPLE_BUNDLE
+
+ROOT = Path(__file__).resolve().parents[2]
+HEADLESS = ROOT / "loadtest" / "headless.py"
+SERVING = re.compile(r"serving on ([\d.]+):(\d+)")
+
+
+@pytest.fixture(scope="module")
+def embedded_server(biomed_sample_engine) -> Iterator[str]:
+    """`skbqa serve --index DIR --host 127.0.0.1 --port 0` over the ingested sample; yields HOST:PORT."""
+    index = biomed_sample_engine.stores.directory
+    process = subprocess.Popen(
+        [sys.executable, "-m", "skbqa", "serve", "--index", str(index), "--host", "127.0.0.1", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        assert process.stdout is not None
+        deadline = time.monotonic() + 120
+        address = None
+        seen = []
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+            if match := SERVING.search(line):
+                address = f"{match.group(1)}:{match.group(2)}"
+                break
+        assert address, "skbqa serve did not start:\n" + "".join(seen[-30:])
+        yield address
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def run_headless(host: str, out: Path, run_time: str, users: int = 4) -> tuple[int, dict, str]:
+    env = {
+        **os.environ,
+        # users, spawn rate, run time and target come from the environment, as in the chart's loadgen pods
+        "LOCUST_HOST": host,
+        "LOCUST_USERS": str(users),
+        "LOCUST_SPAWN_RATE": str(users),
+        "LOCUST_RUN_TIME": run_time,
+        "SKBQA_LOADTEST_QUESTIONS": str(SAMPLE_BUNDLE / "qa.jsonl"),
+        "SKBQA_LOADTEST_DEADLINE": "20",
+    }
+    summary_path = out / "summary.json"
+    completed = subprocess.run(
+        [sys.executable, str(HEADLESS), "--csv-dir", str(out), "--json", str(summary_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
+        check=False,
+    )
+    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    return completed.returncode, summary, completed.stdout + completed.stderr
+
+
+def test_bounded_run_against_the_embedded_server_has_no_errors(embedded_server: str, tmp_path: Path) -> None:
+    code, summary, output = run_headless(embedded_server, tmp_path, "20s")
+    print(output)
+    assert summary, output
+    stats = summary["stats"]
+    assert code == 0, output
+    assert summary["failures"] == 0, summary["failure_samples"]
+    assert summary["requests"] > 0
+    # every weighted RPC was exercised under its own name, with real response times
+    for name in ("Ask", "AskStream", "Explain"):
+        assert stats[name]["requests"] > 0, name
+        assert 0 < stats[name]["p50"] <= stats[name]["p95"] <= stats[name]["p99"], name
+    assert stats["Ask"]["requests"] > stats["Explain"]["requests"]  # weights 6 : 1
+    assert stats["Aggregated"]["rps"] > 0
+    assert (tmp_path / "skbqa_stats.csv").is_file()
+
+
+def test_a_run_with_errors_fails(tmp_path: Path) -> None:
+    """Nothing listens on the port: every call fails, and the run must say so (exit 1, failures counted)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    code, summary, output = run_headless(f"127.0.0.1:{port}", tmp_path, "3s", users=2)
+    assert code == 1, output
+    assert summary["requests"] > 0 and summary["failures"] == summary["requests"]
+    samples = summary["failure_samples"]
+    assert any("UNAVAILABLE" in (s.get("Error") or "") for s in samples), samples

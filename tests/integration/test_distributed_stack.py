@@ -1,0 +1,161 @@
+"""The local distributed stack, all real: a tansu broker, the Triton encoder server, one process per service
+(two ranking replicas), Ray Serve inside the reranker service, and Prometheus scraping every service.
+
+Shown here: the same rankings as embedded mode, partial-then-final streaming, deadlines that expire instead of
+hanging, per-stage p50/p95 from PromQL, two replicas sharing a topic, and no request lost when one is killed.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.parse
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import grpc
+import pytest
+
+from skbqa.stack.stack import LocalStack, StackOptions
+from skbqa.v1 import api_pb2, api_pb2_grpc
+from tests.conftest import SAMPLE_BUNDLE
+
+pytestmark = [
+    pytest.mark.distributed,
+    pytest.mark.kafka,
+    pytest.mark.triton,
+    pytest.mark.ray,
+    pytest.mark.timeout(900),
+]
+
+QUESTIONS = [json.loads(line)["question"] for line in (SAMPLE_BUNDLE / "qa.jsonl").read_text().splitlines()]
+STAGES = ("parser", "symbols", "grounding", "ranking", "reranker")
+
+
+@pytest.fixture(scope="module")
+def stack(biomed_sample_engine, tmp_path_factory):
+    directory: Path = tmp_path_factory.mktemp("stack")
+    options = StackOptions(
+        index=biomed_sample_engine.stores.directory,
+        directory=directory,
+        gateway_port=0,
+        replicas={"ranking": 2},
+        prometheus=True,
+    )
+    running = LocalStack(options)
+    running.up()
+    yield running
+    running.down()
+
+
+@pytest.fixture(scope="module")
+def stub(stack):
+    with grpc.insecure_channel(f"127.0.0.1:{stack.ports['gateway']}") as channel:
+        yield api_pb2_grpc.SkbqaStub(channel)
+
+
+def _ids(items) -> list[int]:
+    return [item.node_id for item in items]
+
+
+def _promql(stack: LocalStack, query: str) -> list[dict]:
+    url = f"{stack.ports['prometheus']}/api/v1/query?" + urllib.parse.urlencode({"query": query})
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        return list(json.load(reply)["data"]["result"])
+
+
+def _scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
+        return str(reply.read().decode())
+
+
+def _ranking_ok(stack: LocalStack, name: str) -> float:
+    for line in _scrape(stack.ports["services"][name]["metrics"]).splitlines():
+        if line.startswith("skbqa_messages_total") and 'stage="ranking"' in line and 'outcome="ok"' in line:
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_same_rankings_as_embedded(stub, biomed_sample_engine) -> None:
+    for question in QUESTIONS:
+        response = stub.Ask(api_pb2.AskRequest(question=question, k=20), timeout=60)
+        expected = biomed_sample_engine.ask(question, k=20)
+        assert _ids(response.items) == _ids(expected.items), question
+    for strategy in ("bm25", "hybrid"):
+        response = stub.Ask(api_pb2.AskRequest(question=QUESTIONS[0], strategy=strategy), timeout=60)
+        assert _ids(response.items) == _ids(biomed_sample_engine.ask(QUESTIONS[0], strategy=strategy).items)
+
+
+def test_stream_partial_then_final(stub) -> None:
+    events = list(stub.AskStream(api_pb2.AskRequest(question=QUESTIONS[2], k=10), timeout=60))
+    assert [e.WhichOneof("event") for e in events] == ["partial", "final"]
+    assert events[0].partial.items and all(i.source == "grounded" for i in events[0].partial.items)
+
+
+def test_deadline_exceeded_not_a_hang(stub) -> None:
+    started = time.monotonic()
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.Ask(api_pb2.AskRequest(question=QUESTIONS[3]), timeout=0.005)
+    assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert time.monotonic() - started < 5
+
+
+def test_bad_input_refused_by_the_gateway(stub) -> None:
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.Ask(api_pb2.AskRequest(question="   "), timeout=10)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_prometheus_gives_per_stage_p50_p95(stack, stub) -> None:
+    for question in QUESTIONS[:10]:
+        stub.Ask(api_pb2.AskRequest(question=question), timeout=60)
+    up = _promql(stack, "up")
+    assert len(up) >= 8 and all(r["value"][1] == "1" for r in up), up
+    deadline = time.monotonic() + 30
+    while True:
+        p50 = _promql(stack, "histogram_quantile(0.5, sum by (le, stage) (skbqa_stage_seconds_bucket))")
+        p95 = _promql(stack, "histogram_quantile(0.95, sum by (le, stage) (skbqa_stage_seconds_bucket))")
+        got = {r["metric"]["stage"]: float(r["value"][1]) for r in p50}
+        if set(STAGES) <= set(got) or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert set(STAGES) <= set(got), got
+    high = {r["metric"]["stage"]: float(r["value"][1]) for r in p95}
+    assert all(0 < got[s] <= high[s] < 10 for s in STAGES), (got, high)
+    requests = _promql(stack, 'sum(skbqa_request_seconds_count{rpc="ask"})')
+    assert float(requests[0]["value"][1]) >= 10
+
+
+def test_two_replicas_share_the_load_and_a_killed_one_loses_nothing(stack, stub) -> None:
+    before = {name: _ranking_ok(stack, name) for name in ("ranking-0", "ranking-1")}
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda q: stub.Ask(api_pb2.AskRequest(question=q), timeout=60), QUESTIONS * 2))
+    shared = {name: _ranking_ok(stack, name) - before[name] for name in before}
+    assert all(count > 0 for count in shared.values()), shared
+
+    answered: list[list[int]] = []
+    failures: list[str] = []
+    killed = threading.Event()
+
+    def ask(question: str) -> None:
+        try:
+            answered.append(_ids(stub.Ask(api_pb2.AskRequest(question=question), timeout=90).items))
+        except grpc.RpcError as exc:
+            failures.append(f"{exc.code()}: {exc.details()}")
+
+    def kill_soon() -> None:
+        time.sleep(0.5)
+        stack.kill("ranking-1")
+        killed.set()
+
+    sent = QUESTIONS * 2
+    killer = threading.Thread(target=kill_soon)
+    killer.start()
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(ask, sent))
+    killer.join()
+    assert killed.is_set()
+    assert not failures and len(answered) == len(sent)
+    stack.start_service("ranking", 1)  # back to two replicas for whoever runs next
