@@ -105,6 +105,19 @@ def test_single_text_equals_local(triton: TritonEncoder, local: Any) -> None:
         assert float(np.abs(triton.encode([text]) - local.encode([text])).max()) < TOLERANCE
 
 
+def test_concurrent_callers_get_their_own_numbers(server: TritonServerHandle, local: Any) -> None:
+    """int8 activations are quantised per batch: the server must not merge callers' texts into one batch, or
+    a text's vector would depend on who else called at the same moment."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    calls = [[f"{text} (caller {i})", TEXTS[i % len(TEXTS)]] for i, text in enumerate(TEXTS[:12])]
+    with TritonEncoder.from_url(server.url, client_timeout=30) as encoder, ThreadPoolExecutor(8) as pool:
+        for _ in range(3):
+            results = list(pool.map(encoder.encode, calls))
+            for texts, got in zip(calls, results, strict=True):
+                assert float(np.abs(got - local.encode(texts)).max()) < TOLERANCE
+
+
 def test_batches_split_at_the_client_batch_size(server: TritonServerHandle, local: Any) -> None:
     seen: list[int] = []
     texts = TEXTS[:37]

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from google.protobuf.message import DecodeError
 
 from skbqa.bus import topics
-from skbqa.bus.base import Bus, Message
+from skbqa.bus.base import Bus, Consumer, Message
 from skbqa.distributed.stages import AnswerEnvelope, StageCore, StageMessage, StageOutput, run_stage
 from skbqa.distributed.status import DEADLINE_EXCEEDED, INVALID_ARGUMENT, PERMANENT, status_for
 from skbqa.observability.metrics import get_metrics
@@ -82,26 +82,36 @@ class StageWorker:
             self._thread.join(timeout_s)
 
     def run(self) -> None:
-        consumer = self._bus.consumer([self.core.input_topic], group=self.group)
-        try:
-            while not self._stop.is_set():
-                try:
-                    batch = consumer.poll(self._poll_timeout_s, self._max_records)
-                except Exception as exc:  # broker away: wait for it rather than exit
-                    logger.warning("%s: poll failed: %s", self.core.role, exc)
-                    self._stop.wait(0.5)
-                    continue
-                done = []
-                for message in batch:
-                    if self._stop.is_set():
-                        break  # the rest of the batch goes to another replica
-                    self.handle(message)
-                    done.append(message)
-                if done:
-                    # one commit per batch, after every output of it is published (at-least-once)
-                    consumer.commit(done)
-        finally:
-            consumer.close()
+        while not self._stop.is_set():
+            consumer = self._bus.consumer([self.core.input_topic], group=self.group)
+            try:
+                self._consume(consumer)
+            except Exception as exc:
+                # Publishing an output failed (broker away): the batch stays uncommitted. Leaving the group hands
+                # it back (to this worker when it rejoins, or to another replica), so nothing is skipped.
+                logger.warning("%s: %s; rejoining the group", self.core.role, str(exc).splitlines()[0])
+                self._metrics.count_error(self.core.role, "bus")
+                self._stop.wait(1.0)
+            finally:
+                consumer.close()
+
+    def _consume(self, consumer: Consumer) -> None:
+        while not self._stop.is_set():
+            try:
+                batch = consumer.poll(self._poll_timeout_s, self._max_records)
+            except Exception as exc:  # broker away: wait for it rather than exit
+                logger.warning("%s: poll failed: %s", self.core.role, exc)
+                self._stop.wait(0.5)
+                continue
+            done = []
+            for message in batch:
+                if self._stop.is_set():
+                    break  # the rest of the batch goes to another replica
+                self.handle(message)
+                done.append(message)
+            if done:
+                # one commit per batch, after every output of it is published (at-least-once)
+                consumer.commit(done)
 
     # ------------------------------------------------------------------------------------------------ one message
 

@@ -73,16 +73,33 @@ def decode_texts(column: np.ndarray) -> list[str]:
     return [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in column.reshape(-1)]
 
 
-def make_infer_function(encoder: Any) -> Callable[..., Any]:
-    """The callable PyTriton runs: one merged dynamic batch in, one [n, dim] float32 array out."""
+def batch_invariant(runtime: str) -> bool:
+    """Whether a text's embedding is independent of the other texts in its batch. Dynamic int8 quantisation
+    scales activations per batch, so merging callers' requests would change their vectors (cosine ≈ 0.99)."""
+    return not runtime.endswith("int8")
+
+
+def make_infer_function(encoder: Any, *, merge_requests: bool = True) -> Callable[..., Any]:
+    """The callable PyTriton runs. Merged: one dynamic batch of all queued requests' texts in, one [n, dim] array
+    out. Not merged: every request encoded on its own — the numbers a local encoder gives for the same call."""
     from pytriton.decorators import batch
 
-    @batch  # type: ignore[misc]
-    def infer(**inputs: np.ndarray) -> dict[str, np.ndarray]:
-        texts = decode_texts(inputs[INPUT_TEXT])
-        return {OUTPUT_EMBEDDING: np.ascontiguousarray(encoder.encode(texts), dtype=np.float32)}
+    if merge_requests:
 
-    return infer
+        @batch  # type: ignore[misc]
+        def infer(**inputs: np.ndarray) -> dict[str, np.ndarray]:
+            texts = decode_texts(inputs[INPUT_TEXT])
+            return {OUTPUT_EMBEDDING: np.ascontiguousarray(encoder.encode(texts), dtype=np.float32)}
+
+        return infer
+
+    def infer_each(requests: list[Any]) -> list[dict[str, np.ndarray]]:
+        return [
+            {OUTPUT_EMBEDDING: np.ascontiguousarray(encoder.encode(decode_texts(r[INPUT_TEXT])), dtype=np.float32)}
+            for r in requests
+        ]
+
+    return infer_each
 
 
 def model_parameters(encoder: Any, runtime: str) -> dict[str, str]:
@@ -124,7 +141,8 @@ def build_triton(options: ServerOptions, encoder: Any) -> Any:
     triton.bind(
         model_name=options.model_name,
         model_version=options.model_version,
-        infer_func=make_infer_function(encoder),  # one callable = one model instance
+        # one callable = one model instance
+        infer_func=make_infer_function(encoder, merge_requests=batch_invariant(options.runtime)),
         inputs=[Tensor(name=INPUT_TEXT, dtype=bytes, shape=(1,))],
         outputs=[Tensor(name=OUTPUT_EMBEDDING, dtype=np.float32, shape=(encoder.dim,))],
         config=ModelConfig(

@@ -88,7 +88,10 @@ class BusBackend:
                     continue
                 waiter.push(envelope)
             if messages:
-                self._consumer.commit(messages)
+                try:
+                    self._consumer.commit(messages)
+                except Exception as exc:  # a lost commit only means these answers may arrive again: dropped
+                    logger.warning("answer consumer commit: %s", str(exc).splitlines()[0])
 
     def close(self) -> None:
         self._stop.set()

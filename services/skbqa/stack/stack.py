@@ -113,8 +113,8 @@ class LocalStack:
         self.records = [r for r in self.records if r.name != name] + [record]
         self._save()
 
-    def _start_broker(self) -> None:
-        port = free_port()
+    def _start_broker(self, port: int | None = None) -> None:
+        port = port or free_port()
         argv = [PYTHON, "-m", "skbqa.bus.broker", "--port", str(port), "--storage", self.options.broker_storage]
         if self.options.broker_storage != "memory":
             argv += ["--data-dir", str(self.directory / "broker-data")]
@@ -221,6 +221,25 @@ class LocalStack:
         process = self.processes.get(name)
         if process is not None:
             process.wait(timeout=10)
+
+    def stop_one(self, name: str, grace_s: float = 15.0) -> None:
+        """SIGTERM one process group and wait for it to exit (SIGKILL after `grace_s`)."""
+        record = next(r for r in self.records if r.name == name)
+        stop_records([record], grace_s=grace_s)
+        process = self.processes.get(name)
+        if process is not None:
+            process.wait(timeout=5)
+
+    def restart_broker(self, *, down_s: float = 0.0) -> None:
+        """Kill the broker (SIGKILL, no clean shutdown) and start it again on the same port and data: with
+        `broker_storage="s3"` its topics, messages and committed offsets survive."""
+        port = next(r for r in self.records if r.name == "broker").ports["kafka"]
+        # SIGTERM, not SIGKILL: the launcher then stops its own children too (tansu, and s3rver, which runs in a
+        # process group of its own and would otherwise outlive it)
+        self.stop_one("broker")
+        time.sleep(down_s)
+        self._start_broker(port)
+        self._save()
 
     # ------------------------------------------------------------------------------------------------ down
 
