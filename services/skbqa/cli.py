@@ -39,6 +39,22 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--vector-dtype", default="float32", choices=("float32", "float16"))
     p.add_argument("--force", action="store_true", help="replace an index built with another encoder")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument(
+        "--precomputed-vectors",
+        type=Path,
+        nargs="?",
+        const=Path(),
+        default=None,
+        metavar="DIR",
+        help="take the vectors saved with the bundle (skbqa synth --vectors; DIR defaults to BUNDLE/vectors) "
+        "instead of encoding; questions are then embedded by the encoder saved with them",
+    )
+    p.add_argument(
+        "--ann",
+        default="auto",
+        choices=("auto", "always", "never"),
+        help="approximate (faiss IVF) vector index: auto = for sets of 200k vectors or more",
+    )
 
     p = sub.add_parser("ask", help="answer one question")
     p.add_argument("--index", type=Path, required=True)
@@ -95,6 +111,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--nodes", type=int, required=True)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--questions", type=int, default=200)
+    p.add_argument(
+        "--avg-degree", type=float, default=20.0, help="mean edges per node, in + out (edges ≈ N × d / 2)"
+    )
+    p.add_argument(
+        "--vectors",
+        action="store_true",
+        help="also save precomputed vectors (static encoder distilled from MiniLM) for ingest --precomputed-vectors",
+    )
 
     add_build_sage_parser(sub)
     add_train_grape_parser(sub)
@@ -138,9 +162,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def _ingest(args: argparse.Namespace) -> int:
     from skbqa.ingest.builder import ingest
+    from skbqa.ingest.precomputed import open_precomputed
     from skbqa.models.local_encoder import load_encoder
 
-    encoder = load_encoder(args.encoder, max_length=args.max_length)
+    precomputed = None
+    if args.precomputed_vectors is not None:
+        precomputed = open_precomputed(args.precomputed_vectors if args.precomputed_vectors.parts else args.bundle)
+        encoder = precomputed.encoder
+    else:
+        encoder = load_encoder(args.encoder, max_length=args.max_length)
     report = ingest(
         args.bundle,
         args.index,
@@ -148,6 +178,8 @@ def _ingest(args: argparse.Namespace) -> int:
         vector_dtype=args.vector_dtype,
         force=args.force,
         progress=not args.no_progress,
+        precomputed=precomputed,
+        ann=args.ann,
     )
     stages = ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items())
     print(
@@ -261,13 +293,28 @@ def _synth(args: argparse.Namespace) -> int:
     from skbqa.synth.generator import generate
 
     try:
-        stats = generate(args.out, nodes=args.nodes, seed=args.seed, questions=args.questions, progress=True)
+        stats = generate(
+            args.out,
+            nodes=args.nodes,
+            seed=args.seed,
+            questions=args.questions,
+            edges_per_node=args.avg_degree,
+            progress=True,
+        )
     except ValueError as exc:  # the generator's argument checks
         raise InvalidInputError(str(exc)) from None
     print(
         f"wrote {args.out}: {stats.nodes} nodes, {stats.edges} edges, {stats.questions} questions "
         f"in {stats.seconds:.1f} s"
     )
+    if args.vectors:
+        from skbqa.ingest.precomputed import write_precomputed
+
+        manifest = write_precomputed(args.out, seed=args.seed, progress=True)
+        print(
+            f"wrote {args.out}/vectors: 3 × {manifest['rows']} float16 vectors ({manifest['encoder']['name']}) in "
+            f"{manifest['seconds']['total']:.1f} s, {manifest['encoder_texts_per_second']:.0f} texts/s"
+        )
     return 0
 
 

@@ -1,6 +1,7 @@
 """The `VectorIndex` contract: every adapter must pass this one suite.
 
-Adapters: `ExactIndex` (float32, float16) and `MilvusIndex` on Milvus Lite (FLAT). The Milvus cases share one
+Adapters: `ExactIndex` (float32, float16), `AnnIndex` (faiss, float16: flat partitions, and inverted files probed
+exhaustively so the IVF code path must give exact answers) and `MilvusIndex` on Milvus Lite (FLAT). The Milvus cases share one
 Milvus Lite directory per module (startup cost) with a fresh collection per test, and are skipped only when
 pymilvus / milvus-lite are not importable. An HNSW smoke test checks recall against the exact index.
 
@@ -38,6 +39,8 @@ def _importable(*modules: str) -> bool:
 
 
 HAVE_MILVUS = _importable("pymilvus", "milvus_lite")
+HAVE_FAISS = _importable("faiss")
+needs_faiss = pytest.mark.skipif(not HAVE_FAISS, reason="faiss not installed (pip install faiss-cpu)")
 skip_without_milvus = pytest.mark.skipif(
     not HAVE_MILVUS, reason="pymilvus / milvus-lite not installed (pip install skbqa[milvus])"
 )
@@ -72,6 +75,8 @@ _collection_ids = itertools.count()
     params=[
         pytest.param("exact-float32"),
         pytest.param("exact-float16"),
+        pytest.param("ann-flat", marks=needs_faiss),
+        pytest.param("ann-ivf", marks=needs_faiss),
         pytest.param("milvus-flat", marks=needs_milvus),
     ]
 )
@@ -90,6 +95,17 @@ def adapter(request: pytest.FixtureRequest) -> Iterator[Adapter]:
             make=lambda: track(ExactIndex(DIM, dtype=dtype)),
             load=lambda d: track(ExactIndex.load(d)),
             score_atol=1e-5 if dtype == "float32" else 2e-3,
+        )
+    elif name.startswith("ann"):
+        from skbqa.stores.vectors.ann import AnnIndex
+
+        # ann-ivf: every partition an inverted file, probed exhaustively (nprobe ≥ lists), so answers are exact.
+        ivf_min_rows = 1 if name == "ann-ivf" else 10**9
+        yield Adapter(
+            name,
+            make=lambda: track(AnnIndex(DIM, nprobe=10_000, ivf_min_rows=ivf_min_rows)),
+            load=lambda d: track(AnnIndex.load(d)),
+            score_atol=2e-3,
         )
     else:
         from skbqa.stores.vectors.milvus import MilvusIndex

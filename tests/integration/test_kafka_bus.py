@@ -242,6 +242,22 @@ def test_from_beginning_false_starts_after_the_join(bus: KafkaBus) -> None:
     assert [m.key for m in got] == ["new"]
 
 
+def test_a_member_that_recorded_its_start_resumes_there_after_rejoining(bus: KafkaBus) -> None:
+    """The gateway's answer consumer joins at the log end; after a rejoin (broker restart, rebalance) it must
+    resume where it was, not at the then log end, or the answers published while it was away are lost."""
+    first = bus.consumer(["answers"], "gateway-resume", from_beginning=False)
+    first.commit_positions()
+    first.close()
+    bus.publish("answers", "while-away", b"answer")  # published while no member is in the group
+    again = bus.consumer(["answers"], "gateway-resume", from_beginning=False)
+    got: list[Message] = []
+    deadline = time.monotonic() + 10
+    while not got and time.monotonic() < deadline:
+        got += again.poll(0.5)
+    assert [m.key for m in got] == ["while-away"]
+    again.close()
+
+
 def test_bus_from_url_builds_a_kafka_bus(broker: BrokerHandle) -> None:
     bus = bus_from_url(f"kafka://{broker.bootstrap}?client_id=url-test&topic_prefix=url.&linger_ms=0")
     assert isinstance(bus, KafkaBus)

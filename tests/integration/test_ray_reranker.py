@@ -122,6 +122,7 @@ def ray_local() -> Iterator[None]:
     serve = pytest.importorskip("ray.serve")
     previous = os.environ.get("RAY_AUTH_MODE")
     os.environ["RAY_AUTH_MODE"] = "disabled"
+    os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")  # the default 30 s is short on a busy box
     # address="local": always a fresh private Ray, never a cluster another process on this machine started.
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:

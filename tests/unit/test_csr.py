@@ -73,3 +73,22 @@ def test_save_and_load_round_trip(tmp_path: Path) -> None:
     for edge in names:
         assert loaded.neighbours(batch, edge, "both").tolist() == graph.neighbours(batch, edge, "both").tolist()
     assert loaded.num_edges == graph.num_edges == src.size
+
+
+def test_packed_key_build_equals_lexsort_per_type_with_duplicates_and_empty_types() -> None:
+    rng = np.random.default_rng(4)
+    n, m = 300, 4000
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    src[:50], dst[:50] = src[50:100], dst[50:100]  # duplicate edges are kept, as the bundle has them
+    etype = rng.choice([0, 2, 3], m).astype(np.int16)  # type 1 has no edge
+    names = ["a", "b", "c", "d"]
+    graph = CsrGraph.build(n, names, src, dst, etype)
+    for code in range(len(names)):
+        mask = etype == code
+        for direction, (a, b) in (("out", (src[mask], dst[mask])), ("in", (dst[mask], src[mask]))):
+            order = np.lexsort((b, a))
+            indptr = np.zeros(n + 1, np.int64)
+            np.cumsum(np.bincount(a, minlength=n), out=indptr[1:])
+            np.testing.assert_array_equal(graph._arrays[f"{code}.{direction}.indices"], b[order])
+            np.testing.assert_array_equal(graph._arrays[f"{code}.{direction}.indptr"], indptr)
+    assert graph.num_edges == m

@@ -109,3 +109,21 @@ def test_spotted_words_are_claimed() -> None:
     spotter(text, "gene")
     claimed = [t.text for t, c in zip(text.tokens, text.claimed, strict=True) if c == "attribute"]
     assert claimed == ["chromosome", "3"]
+
+
+def test_saved_lexicon_is_read_back_for_its_table_only(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from skbqa.symbols.lexicon import LEXICON_FILE
+
+    nodes = genes()
+    built = NameLexicon.build(nodes)
+    built.save(tmp_path / LEXICON_FILE, nodes=len(nodes))
+    nodes.directory = tmp_path
+    loaded = NameLexicon.build(nodes)  # reads the file
+    assert loaded.alias_keys == built.alias_keys and len(loaded) == len(built)
+    assert loaded.max_words == built.max_words
+    for text in ("SG7", "WAS", "was", "chromosome, centric region", "Wiskott protein", "unknown"):
+        assert loaded.positions(text, original=text).tolist() == built.positions(text, original=text).tolist()
+        assert loaded.lookup(text) == built.lookup(text)
+    other = table([("gene", "only one", {})])
+    other.directory = tmp_path  # a file saved for another table is not trusted
+    assert NameLexicon.build(other).positions("only one").tolist() == [0]

@@ -422,6 +422,16 @@ class KafkaBusConsumer:
         except Exception as exc:  # the member is gone either way; the group evicts it after the session timeout
             logger.warning("closing a consumer of group %r failed: %s", self.group, _one_line(exc))
 
+    def commit_positions(self) -> None:
+        """Commit the current position of every assigned partition (not part of the `Consumer` port).
+
+        A member that joined at the log end (`from_beginning=False`) calls this once joined: a later rejoin
+        (after a broker restart, a rebalance) then resumes where it was instead of at a newer log end, which
+        would skip whatever was published while it was away."""
+        self._check_open()
+        with self._bus._errors(f"commit positions for group {self.group!r}"):
+            self._client.commit()
+
     def assignment(self) -> set[tuple[str, int]]:
         """The (topic, partition) pairs this member owns now (not part of the `Consumer` port)."""
         prefix = self._bus.topic_prefix

@@ -89,6 +89,8 @@ def ray_rerankers(settings: ServiceSettings) -> dict[str, Reranker]:
     if not ray.is_initialized():
         if local:
             os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a private instance on 127.0.0.1
+            # Ray's GCS gets 30 s to start by default; a busy 2-core box can need more
+            os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")
             ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
         else:
             ray.init(address=settings.ray_address, log_to_driver=False)

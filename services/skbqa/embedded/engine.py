@@ -10,7 +10,7 @@ from skbqa.common.errors import IndexStoreError
 from skbqa.grape.strategy import GrapeStrategy
 from skbqa.models.chat import ChatModel
 from skbqa.models.encoder import Encoder
-from skbqa.models.local_encoder import encoder_from_name
+from skbqa.models.index_encoder import encoder_for_index
 from skbqa.pipeline import Answer, answer
 from skbqa.sage.strategy import SageStrategy
 from skbqa.spark.strategy import SparkStrategy
@@ -62,7 +62,7 @@ class EmbeddedEngine:
         stores = open_index(index_dir)
         built_with = stores.manifest.get("encoder", {}).get("name", "")
         if encoder is None:
-            encoder = encoder_from_name(built_with)
+            encoder = encoder_for_index(stores.directory, built_with)
         elif encoder.name != built_with:
             raise IndexStoreError(
                 f"{index_dir} was built with encoder {built_with!r}; questions would be embedded with "

@@ -15,6 +15,7 @@ from skbqa.stores.graph.base import Direction, GraphStore
 
 EMPTY = np.zeros(0, np.int64)
 _BITMAP_FRACTION = 16  # membership switches from sorted search to a bitmap above num_nodes / this
+COST_SAMPLE = 4096  # a side larger than this has its walk cost estimated from an even sample of its nodes
 
 
 # ---------------------------------------------------------------------------------------------------- set helpers
@@ -31,6 +32,24 @@ def _member(values: np.ndarray, sorted_set: np.ndarray, num_nodes: int) -> np.nd
     idx = np.searchsorted(sorted_set, values)
     idx[idx == sorted_set.size] = 0
     return sorted_set[idx] == values
+
+
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """`np.unique` for int64 positions, skipping the sort when they are already sorted and unique (attribute
+    filters and the graph hand over sorted sets; a hundred thousand of them would otherwise be re-sorted)."""
+    arr = np.asarray(values, np.int64)
+    if arr.ndim == 1 and (arr.size < 2 or bool((arr[1:] > arr[:-1]).all())):
+        return arr
+    return np.unique(arr)
+
+
+def walk_cost(graph: GraphStore, nodes: np.ndarray, edge: str | None, direction: Direction) -> int:
+    """Edges a one-hop walk from `nodes` reads (their summed degree); estimated for large sets."""
+    if nodes.size <= COST_SAMPLE:
+        return int(graph.degree(nodes, edge, direction).sum())
+    step = -(-nodes.size // COST_SAMPLE)
+    sample = nodes[::step]
+    return int(graph.degree(sample, edge, direction).sum() * (nodes.size / sample.size))
 
 
 def _intersect(a: np.ndarray, b: np.ndarray, num_nodes: int) -> np.ndarray:

@@ -21,16 +21,23 @@ import numpy as np
 
 from skbqa.common.errors import IndexStoreError
 from skbqa.common.resources import peak_rss_mib
-from skbqa.ingest.documents import documents, embedding_documents, relation_documents
+from skbqa.ingest.documents import document, embedded_texts
+from skbqa.ingest.precomputed import PrecomputedVectors
+from skbqa.ingest.vector_sets import write_vector_set
 from skbqa.models.encoder import Encoder
+from skbqa.models.index_encoder import save_index_encoder
 from skbqa.skb.loaders import load_skb
 from skbqa.stores.graph.csr import CsrGraph
-from skbqa.stores.index import FORMAT_VERSION, MANIFEST, read_manifest
+from skbqa.stores.index import EMBEDDING_SETS, FORMAT_VERSION, MANIFEST, read_manifest
 from skbqa.stores.nodes import NodeTable
 from skbqa.stores.text.bm25 import Bm25Index
-from skbqa.stores.vectors.exact import ExactIndex
+from skbqa.symbols.lexicon import LEXICON_FILE, NameLexicon
 
 logger = logging.getLogger(__name__)
+
+ANN_CHOICES = ("auto", "always", "never")
+BM25_CHUNK = 50_000  # documents tokenised per step
+ENCODE_CHUNK = 200_000  # texts built and encoded per step
 
 
 @dataclass
@@ -65,13 +72,27 @@ def ingest(
     vector_dtype: str = "float32",
     force: bool = False,
     progress: bool = True,
+    precomputed: PrecomputedVectors | None = None,
+    ann: str = "auto",
 ) -> IngestReport:
+    """Build the index at `target` from `bundle`.
+
+    `precomputed`: take the vectors saved beside the bundle instead of encoding (their encoder must be `encoder`).
+    `ann`: "auto" builds the approximate index (`stores.vectors.ann`) for sets of at least ANN_MIN_ROWS vectors when
+    faiss is installed, "always" / "never" force the choice.
+    """
     bundle, target = Path(bundle), Path(target)
+    if ann not in ANN_CHOICES:
+        raise ValueError(f"ann must be one of {', '.join(ANN_CHOICES)}, got {ann!r}")
+    if precomputed is not None and precomputed.encoder.name != encoder.name:
+        raise IndexStoreError(
+            f"the precomputed vectors were made by {precomputed.encoder.name!r}, not by {encoder.name!r}"
+        )
     _refuse_other_model(target, encoder, force)
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}.ingest-", dir=target.parent))
     try:
-        report = _build(bundle, work, encoder, vector_dtype, progress)
+        report = _build(bundle, work, encoder, vector_dtype, progress, precomputed, ann)
         _swap_into_place(work, target)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
@@ -96,7 +117,15 @@ def _refuse_other_model(target: Path, encoder: Encoder, force: bool) -> None:
         )
 
 
-def _build(bundle: Path, work: Path, encoder: Encoder, vector_dtype: str, progress: bool) -> IngestReport:
+def _build(
+    bundle: Path,
+    work: Path,
+    encoder: Encoder,
+    vector_dtype: str,
+    progress: bool,
+    precomputed: PrecomputedVectors | None,
+    ann: str,
+) -> IngestReport:
     seconds: dict[str, float] = {}
     started = time.perf_counter()
 
@@ -110,30 +139,46 @@ def _build(bundle: Path, work: Path, encoder: Encoder, vector_dtype: str, progre
     skb = load_skb(bundle)
     t = lap("load", t)
     nodes = NodeTable.from_skb(skb)
+    if precomputed is not None:
+        precomputed.check(nodes)  # before any work: vectors made for other nodes are refused at once
     graph = CsrGraph.build(skb.num_nodes, skb.schema.edge_names, skb.edge_src, skb.edge_dst, skb.edge_type)
+    num_edges = skb.num_edges
+    nodes_by_type = {nt.name: int((skb.node_type == i).sum()) for i, nt in enumerate(skb.schema.node_types)}
+    skb.edge_src = skb.edge_dst = skb.edge_type = np.zeros(0, np.int32)  # the CSR holds them now
     nodes.save(work / "nodes")
     graph.save(work / "graph")
     t = lap("graph", t)
-    bm25 = Bm25Index.build(documents(nodes), nodes.types, progress=progress)
+    # Every process that opens the index needs the name lexicon; building it costs seconds per million names.
+    NameLexicon.build_from(nodes).save(work / "nodes" / LEXICON_FILE, nodes=len(nodes))
+    t = lap("lexicon", t)
+    chunks = (
+        [document(nodes, i) for i in range(lo, min(lo + BM25_CHUNK, len(nodes)))]
+        for lo in range(0, len(nodes), BM25_CHUNK)
+    )
+    bm25 = Bm25Index.build_chunks(chunks, nodes.types, progress=progress)
     bm25.save(work / "bm25")
+    del bm25
     t = lap("bm25", t)
-    texts = {
-        "name": nodes.names,
-        "document": embedding_documents(nodes),
-        "relations": relation_documents(nodes, graph),
-    }
-    t = lap("documents", t)
     keys = np.arange(len(nodes), dtype=np.int64)
     encoded = 0
-    for name, batch in texts.items():
-        vectors = encoder.encode(batch, progress=f"embed {name}" if progress else None)
-        index = ExactIndex(encoder.dim, dtype=vector_dtype)
-        index.add(keys, vectors, nodes.types)
-        index.save(work / "vectors" / name)
-        encoded += len(batch)
-    t = lap("encode", t)
+    vector_sets: dict[str, dict[str, Any]] = {}
+    for name in EMBEDDING_SETS:
+        t0 = time.perf_counter()
+        if precomputed is not None:
+            vectors = precomputed.array(name)
+        else:
+            vectors = _encode_set(name, nodes, graph, encoder, vector_dtype, progress, seconds)
+            encoded += len(nodes)
+        t1 = time.perf_counter()
+        vector_sets[name] = write_vector_set(
+            work / "vectors" / name, keys, nodes.types, vectors, dtype=vector_dtype, ann=ann
+        )
+        seconds[f"index_{name}"] = round(time.perf_counter() - t1, 3)
+        seconds["vectors"] = round(seconds.get("vectors", 0.0) + t1 - t0, 3)
+        del vectors
+    save_index_encoder(encoder, work)  # an encoder that is data (the static one) travels with the index
     seconds["total"] = round(time.perf_counter() - started, 3)
-    report = IngestReport(work, skb.num_nodes, skb.num_edges, seconds, encoded, peak_rss_mib())
+    report = IngestReport(work, skb.num_nodes, num_edges, seconds, encoded, peak_rss_mib())
     manifest: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
         "created_unix": int(time.time()),
@@ -141,20 +186,67 @@ def _build(bundle: Path, work: Path, encoder: Encoder, vector_dtype: str, progre
         "schema_name": skb.schema.name,
         "encoder": {"name": encoder.name, "dim": encoder.dim},
         "vector_dtype": vector_dtype,
+        "vectors": {
+            "source": "encoder" if precomputed is None else "precomputed",
+            **({"precomputed": _precomputed_note(precomputed)} if precomputed is not None else {}),
+            "sets": vector_sets,
+        },
         "counts": {
             "nodes": skb.num_nodes,
-            "edges": skb.num_edges,
-            "nodes_by_type": {
-                t.name: int((skb.node_type == i).sum()) for i, t in enumerate(skb.schema.node_types)
-            },
+            "edges": num_edges,
+            "nodes_by_type": nodes_by_type,
             "texts_encoded": encoded,
         },
         "seconds": seconds,
         "encode_texts_per_second": round(report.encode_rate, 1),
         "peak_rss_mib": round(report.peak_rss_mib, 1),
+        "disk_bytes": disk_usage(work),
     }
     (work / MANIFEST).write_text(json.dumps(manifest, indent=2))
     return report
+
+
+def _encode_set(
+    name: str,
+    nodes: NodeTable,
+    graph: CsrGraph,
+    encoder: Encoder,
+    vector_dtype: str,
+    progress: bool,
+    seconds: dict[str, float],
+) -> np.ndarray:
+    """One embedding set, built and encoded in chunks (the texts of a million nodes never exist at once)."""
+    rows = len(nodes)
+    out = np.zeros((rows, encoder.dim), np.dtype(vector_dtype))
+    for lo in range(0, rows, ENCODE_CHUNK):
+        hi = min(lo + ENCODE_CHUNK, rows)
+        t0 = time.perf_counter()
+        texts = embedded_texts(name, nodes, graph, np.arange(lo, hi, dtype=np.int64))
+        t1 = time.perf_counter()
+        label = f"embed {name}" + (f" {lo:,}-{hi:,} of {rows:,}" if rows > ENCODE_CHUNK else "")
+        out[lo:hi] = encoder.encode(texts, progress=label if progress else None)
+        seconds["documents"] = round(seconds.get("documents", 0.0) + t1 - t0, 3)
+        seconds["encode"] = round(seconds.get("encode", 0.0) + time.perf_counter() - t1, 3)
+    return out
+
+
+def _precomputed_note(precomputed: PrecomputedVectors) -> dict[str, Any]:
+    m = precomputed.manifest
+    return {
+        "path": str(precomputed.directory.resolve()),
+        "format": m.get("format"),
+        "documents_version": m.get("documents_version"),
+        "encoder_texts_per_second": m.get("encoder_texts_per_second"),
+    }
+
+
+def disk_usage(directory: Path) -> dict[str, int]:
+    """Bytes on disk per top-level entry of an index directory (the memory report's starting point)."""
+    out: dict[str, int] = {}
+    for entry in sorted(directory.iterdir()):
+        files = [entry] if entry.is_file() else [p for p in entry.rglob("*") if p.is_file()]
+        out[entry.name] = sum(p.stat().st_size for p in files)
+    return out
 
 
 def _swap_into_place(work: Path, target: Path) -> None:

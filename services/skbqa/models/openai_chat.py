@@ -22,6 +22,7 @@ import http.client
 import json
 import logging
 import random
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -39,6 +40,7 @@ logger = logging.getLogger(__name__)
 MAX_REPLY_BYTES = 8 * 1024 * 1024  # a chat completion is a few KB; anything this large is not one
 MIN_COMPLETION_TOKENS = 16  # the floor when max_tokens is cut to fit the context window
 ENV_PREFIX = "SKBQA_LLM_"
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 COUNTERS = ("requests", "failures", "retries", "prompt_tokens", "completion_tokens", "estimated_usage")
 
 
@@ -291,7 +293,7 @@ class OpenAIChatModel:
     def _read_reply(self, payload: bytes, prompt_estimate: int) -> ChatReply:
         try:
             data = json.loads(payload)
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (ValueError, RecursionError):  # not UTF-8 / not JSON, a number over 4,300 digits, nesting too deep
             raise LlmError(f"LLM {self.model}: reply is not JSON: {_snippet(payload)}", url=self.url) from None
         if not isinstance(data, dict):
             raise LlmError(f"LLM {self.model}: reply is not a JSON object: {_snippet(payload)}", url=self.url)
@@ -308,6 +310,8 @@ class OpenAIChatModel:
             raise LlmError(
                 f"LLM {self.model}: reply has no message content (finish_reason={reason!r})", url=self.url
             )
+        # JSON can carry lone surrogates ("\\ud800"), which no tokenizer or encoder accepts: replace them here, once
+        content = _SURROGATE.sub("\ufffd", content)
         usage = data.get("usage")
         usage = usage if isinstance(usage, dict) else {}
         prompt_tokens, completion_tokens = _count(usage, "prompt_tokens"), _count(usage, "completion_tokens")

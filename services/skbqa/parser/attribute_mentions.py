@@ -220,13 +220,15 @@ class AttributeSpotter:
 def _number(text: QuestionText, index: int) -> tuple[float | int, int] | None:
     """A number starting at token `index` ("6.5" is three tokens: 6 . 5), and the index after it."""
     tokens = text.tokens
-    if not tokens[index].text.isdigit():
+    # isdecimal, not isdigit: "²" and "①" are digits that int() refuses; past 100 digits it is no attribute value
+    # (and int() refuses more than 4,300)
+    if not tokens[index].text.isdecimal() or len(tokens[index].text) > 100:
         return None
     end = index + 1
     literal = tokens[index].text
     if end + 1 <= len(tokens) - 1 + 1 and end < len(tokens):
         gap = text.text[tokens[index].end : tokens[end].start]
-        if gap == "." and tokens[end].text.isdigit():
+        if gap == "." and tokens[end].text.isdecimal():
             literal += "." + tokens[end].text
             end += 1
     return (float(literal) if "." in literal else int(literal)), end

@@ -32,6 +32,11 @@ class BusBackend:
         self._consumer: Consumer = bus.consumer(
             [topics.ANSWER], group=f"skbqa-gateway-{self.gateway_id}", from_beginning=False
         )
+        # Record where this replica starts reading, so a rejoin after a broker restart resumes there rather than
+        # at the then log end (which would skip the answers published while it was away).
+        commit_positions = getattr(self._consumer, "commit_positions", None)
+        if commit_positions is not None:
+            commit_positions()
         self._assigned = threading.Event()
         self._thread = threading.Thread(target=self._route, name="skbqa-answers", daemon=True)
         self._thread.start()

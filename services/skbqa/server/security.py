@@ -38,7 +38,8 @@ class TlsSettings:
 def read_tokens(path: Path) -> list[bytes]:
     if not Path(path).is_file():
         raise InvalidInputError(f"token file {path} does not exist")
-    tokens = [line.strip() for line in Path(path).read_text().splitlines()]
+    # utf-8-sig: a byte-order mark (Windows editors) would otherwise become part of the first token
+    tokens = [line.strip() for line in Path(path).read_text(encoding="utf-8-sig").splitlines()]
     tokens = [t for t in tokens if t and not t.startswith("#")]
     if not tokens:
         raise InvalidInputError(f"token file {path} holds no token")

@@ -13,6 +13,7 @@ from typing import Any, TypeGuard
 import numpy as np
 
 from skbqa.common.errors import BundleError
+from skbqa.skb.fast_edges import read_canonical_edges
 from skbqa.skb.jsonl import find_jsonl, read_jsonl
 from skbqa.skb.model import SKB, Scalar, lookup_positions
 from skbqa.skb.schema import Schema
@@ -111,6 +112,22 @@ def _check_attrs(raw: Any, file: str, lineno: int) -> dict[str, Scalar]:
 
 def _read_edges(path: Path, skb: SKB) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     schema = skb.schema
+    fast = read_canonical_edges(path, schema.edge_names)
+    if fast is not None:
+        # Canonical lines (what `json.dumps` and `skbqa synth` write): parsed without a Python loop; with no blank
+        # lines, edge i sits on line i + 1, which is all the error messages below need.
+        src_arr, dst_arr, type_arr = fast
+        line_arr: np.ndarray | None = None
+    else:
+        src_arr, dst_arr, type_arr, line_arr = _read_edge_lines(path, schema)
+    src_pos = _positions_or_error(skb, src_arr, line_arr, path.name, "src")
+    dst_pos = _positions_or_error(skb, dst_arr, line_arr, path.name, "dst")
+    _check_signatures(skb, src_pos, dst_pos, type_arr, line_arr, path.name)
+    return src_pos.astype(np.int32), dst_pos.astype(np.int32), type_arr
+
+
+def _read_edge_lines(path: Path, schema: Schema) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The general reader: any JSON layout, one validated object per line, errors name their line."""
     src: list[int] = []
     dst: list[int] = []
     etype: list[int] = []
@@ -125,27 +142,29 @@ def _read_edges(path: Path, skb: SKB) -> tuple[np.ndarray, np.ndarray, np.ndarra
         dst.append(d)
         etype.append(schema.edge_code(t))
         lines.append(lineno)
-    src_arr = np.asarray(src, np.int64)
-    dst_arr = np.asarray(dst, np.int64)
-    type_arr = np.asarray(etype, np.int16)
-    line_arr = np.asarray(lines, np.int64)
-    src_pos = _positions_or_error(skb, src_arr, line_arr, path.name, "src")
-    dst_pos = _positions_or_error(skb, dst_arr, line_arr, path.name, "dst")
-    _check_signatures(skb, src_pos, dst_pos, type_arr, line_arr, path.name)
-    return src_pos.astype(np.int32), dst_pos.astype(np.int32), type_arr
+    return (
+        np.asarray(src, np.int64),
+        np.asarray(dst, np.int64),
+        np.asarray(etype, np.int16),
+        np.asarray(lines, np.int64),
+    )
 
 
-def _positions_or_error(skb: SKB, ids: np.ndarray, lines: np.ndarray, file: str, end: str) -> np.ndarray:
+def _line(lines: np.ndarray | None, i: int) -> int:
+    return int(lines[i]) if lines is not None else i + 1
+
+
+def _positions_or_error(skb: SKB, ids: np.ndarray, lines: np.ndarray | None, file: str, end: str) -> np.ndarray:
     pos = lookup_positions(skb.node_ids, ids)
     bad = np.flatnonzero(pos < 0)
     if bad.size:
         i = int(bad[0])
-        raise BundleError(file, int(lines[i]), f"edge {end} {int(ids[i])} is not a node id in nodes.jsonl")
+        raise BundleError(file, _line(lines, i), f"edge {end} {int(ids[i])} is not a node id in nodes.jsonl")
     return pos
 
 
 def _check_signatures(
-    skb: SKB, src: np.ndarray, dst: np.ndarray, etype: np.ndarray, lines: np.ndarray, file: str
+    skb: SKB, src: np.ndarray, dst: np.ndarray, etype: np.ndarray, lines: np.ndarray | None, file: str
 ) -> None:
     """Every edge's (source type, target type) must be one of the signatures declared for its name."""
     schema = skb.schema
@@ -163,7 +182,7 @@ def _check_signatures(
         got = (skb.type_name(int(src[i])), skb.type_name(int(dst[i])))
         raise BundleError(
             file,
-            int(lines[i]),
+            _line(lines, i),
             f"edge '{name}' connects {got[0]} → {got[1]}, but the schema allows only "
             + ", ".join(f"{a} → {b}" for a, b in schema.signatures(name)),
         )

@@ -17,10 +17,16 @@ Scalar = str | int | float | bool | None
 
 
 def lookup_positions(sorted_ids: np.ndarray, ids: np.ndarray | list[int]) -> np.ndarray:
-    """Positions of `ids` in the ascending `sorted_ids` (one binary search each); -1 where an id is absent."""
+    """Positions of `ids` in the ascending, unique `sorted_ids` (one binary search each); -1 where an id is absent."""
     arr = np.asarray(ids, dtype=np.int64)
     if arr.size == 0 or sorted_ids.size == 0:
         return np.full(arr.shape, -1, np.int64)
+    first, last = int(sorted_ids[0]), int(sorted_ids[-1])
+    if arr.size > 1024 and last - first == sorted_ids.size - 1:
+        # Consecutive ids (STaRK's and synth's 0..N-1): a position is an offset — no binary search over tens of
+        # millions of edge ends.
+        pos = arr - first
+        return np.where((pos >= 0) & (pos < sorted_ids.size), pos, -1)
     pos = np.minimum(np.searchsorted(sorted_ids, arr), sorted_ids.size - 1)
     return np.where(sorted_ids[pos] == arr, pos, -1).astype(np.int64)
 

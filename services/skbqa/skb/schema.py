@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from skbqa.common.errors import BundleError
+from skbqa.skb.jsonl import LONE_SURROGATE, has_lone_surrogate, json_problem
 
 
 @dataclass(frozen=True)
@@ -110,13 +111,21 @@ class Schema:
     @classmethod
     def load(cls, path: Path) -> Schema:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
+            data = json.loads(text)
         except FileNotFoundError:
             raise BundleError(path.name, None, "file not found") from None
         except json.JSONDecodeError as exc:
             raise BundleError(path.name, exc.lineno, f"malformed JSON: {exc.msg}") from None
-        except (OSError, UnicodeDecodeError) as exc:
+        except UnicodeDecodeError as exc:
+            line = exc.object[: exc.start].count(b"\n") + 1
+            raise BundleError(path.name, line, f"not UTF-8: {exc.reason}") from None
+        except OSError as exc:
             raise BundleError(path.name, None, f"cannot read file: {exc}") from None
+        except (ValueError, RecursionError) as exc:  # a number over 4,300 digits; nesting too deep
+            raise BundleError(path.name, None, f"malformed JSON: {json_problem(exc)}") from None
+        if has_lone_surrogate(text, data):
+            raise BundleError(path.name, None, LONE_SURROGATE)
         return cls.from_dict(data, path.name)
 
 

@@ -134,7 +134,10 @@ class SparkStrategy:
                     messages, max_tokens=config.max_tokens, temperature=0.0, timeout=config.llm_timeout
                 )
             except LlmError as exc:
-                logger.warning("spark: the LLM failed (%s); BM25 + cosine fallback", exc)
+                # not the message: it may quote the endpoint's error body, and that can echo the prompt (the
+                # question); the request's own notes keep the whole message
+                shown = {k: v for k, v in exc.details.items() if k in ("url", "status", "attempts")}
+                logger.warning("spark: the LLM failed (%s %s); BM25 + cosine fallback", type(exc).__name__, shown)
                 note["fallback"] = f"the LLM failed: {exc}"
                 return None, None
             query.notes["llm_usage"] = {

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skbqa.common.errors import InvalidInputError
+from skbqa.common.errors import BackendUnavailableError, InvalidInputError
 from skbqa.distributed.settings import ROLES
 from skbqa.stack.processes import (
     ProcessRecord,
@@ -44,6 +44,7 @@ class StackOptions:
     prometheus: bool = False
     broker_storage: str = "memory"
     ready_timeout_s: float = 180.0
+    request_timeout_s: float = 30.0  # the gateway's longest wait for an answer (calls may ask for less)
 
     def validate(self) -> None:
         if not (self.index / "manifest.json").is_file():
@@ -86,16 +87,9 @@ class LocalStack:
             for role in ROLES:
                 for replica in range(self.options.replicas.get(role, 1)):
                     self.start_service(role, replica, wait=False)
-            for record in self.records:
-                if "grpc" in record.ports:
-                    port: int = record.ports["grpc"]
-                    wait_until(
-                        lambda port=port: grpc_serving(port),  # type: ignore[misc]
-                        timeout_s=self.options.ready_timeout_s,
-                        what=record.name,
-                        process=self.processes[record.name],
-                        log=record.log,
-                    )
+            for record in list(self.records):
+                if "grpc" in record.ports and record.name != "triton":
+                    self._wait_serving(record)
             if self.options.prometheus:
                 self._start_prometheus()
         except BaseException:
@@ -103,6 +97,26 @@ class LocalStack:
             raise
         self._save()
         return self.ports
+
+    def _wait_serving(self, record: ProcessRecord) -> None:
+        """Wait until a service reports SERVING. One that exits while starting (Ray's node can time out on a
+        busy machine) is started once more before the stack gives up."""
+        port: int = record.ports["grpc"]
+        for attempt in (1, 2):
+            try:
+                wait_until(
+                    lambda: grpc_serving(port),
+                    timeout_s=self.options.ready_timeout_s,
+                    what=record.name,
+                    process=self.processes[record.name],
+                    log=record.log,
+                )
+                return
+            except BackendUnavailableError as exc:
+                if attempt == 2 or "exited" not in str(exc):
+                    raise
+                role, replica = record.name.rsplit("-", 1)
+                self.start_service(role, int(replica), wait=False)
 
     def _save(self) -> None:
         write_state(self.directory, self.records, {"ports": self.ports, "index": str(self.options.index)})
@@ -166,6 +180,8 @@ class LocalStack:
         ]  # fmt: skip
         if "encoder" in self.ports and role != "gateway":
             argv += ["--encoder", self.ports["encoder"]]
+        if role == "gateway":
+            argv += ["--request-timeout", str(self.options.request_timeout_s)]
         if role == "reranker" and self.options.ray:
             argv += ["--ray-address", "local"]
         self._start(name, argv, {"grpc": grpc_port, "metrics": metrics_port})

@@ -5,7 +5,8 @@ DIR/manifest.json          model, dimensions, counts, bundle checksum, timings
 DIR/nodes/                 node table (schema, ids, types, names, texts, attrs)
 DIR/graph/                 CSR adjacency per edge type and direction
 DIR/bm25/                  BM25 over node documents
-DIR/vectors/{name,document,relations}/   one vector index per embedding set
+DIR/vectors/{name,document,relations}/   one vector index per embedding set (exact, or ANN for large sets)
+DIR/encoder/               the encoder itself, when it is data (the static encoder of precomputed vectors)
 ```
 """
 
@@ -56,6 +57,15 @@ def read_manifest(directory: Path) -> dict[str, Any]:
     return manifest
 
 
+def load_vector_set(directory: Path, dtype: str | None = None) -> ExactIndex:
+    """The set as ingest wrote it: the ANN adapter (an `ExactIndex` subclass) for large sets, else exact."""
+    from skbqa.stores.vectors.ann import AnnIndex, is_ann_set
+
+    if is_ann_set(directory):
+        return AnnIndex.load(directory)
+    return ExactIndex.load(directory, dtype=dtype)
+
+
 def open_index(directory: Path | str, *, vector_dtype: str | None = None) -> IndexStores:
     directory = Path(directory)
     manifest = read_manifest(directory)
@@ -63,9 +73,7 @@ def open_index(directory: Path | str, *, vector_dtype: str | None = None) -> Ind
         nodes = NodeTable.load(directory / "nodes")
         graph = CsrGraph.load(directory / "graph")
         bm25 = Bm25Index.load(directory / "bm25")
-        vectors = {
-            name: ExactIndex.load(directory / "vectors" / name, dtype=vector_dtype) for name in EMBEDDING_SETS
-        }
+        vectors = {name: load_vector_set(directory / "vectors" / name, vector_dtype) for name in EMBEDDING_SETS}
     except (OSError, KeyError, ValueError) as exc:
         raise IndexStoreError(
             f"{directory}: index is incomplete or damaged ({exc}); re-run skbqa ingest"

@@ -31,6 +31,8 @@ class NodeTable:
         self.names = names
         self.texts = texts
         self.attrs = attrs
+        # Set when read from an index: derived structures saved there (the name lexicon) are reused.
+        self.directory: Path | None = None
 
     @classmethod
     def from_skb(cls, skb: SKB) -> NodeTable:
@@ -60,4 +62,6 @@ class NodeTable:
             ids, types = data["ids"], data["types"]
         with gzip.open(directory / _TEXT, "rt", encoding="utf-8") as handle:
             columns = json.load(handle)
-        return cls(schema, ids, types, columns["names"], columns["texts"], columns["attrs"])
+        table = cls(schema, ids, types, columns["names"], columns["texts"], columns["attrs"])
+        table.directory = directory
+        return table

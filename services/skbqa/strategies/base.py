@@ -48,15 +48,15 @@ class QueryContext:
             self.timings[name] = self.timings.get(name, 0.0) + (time.perf_counter() - started)
 
     def encode_with_question(self, texts: list[str]) -> np.ndarray:
-        """Embeddings of `texts`; the question rides along in the same encoder call when not yet embedded (one
-        batched call costs little more than one text)."""
+        """Embeddings of `texts`, after the question's own (computed once, always alone).
+
+        The question is not batched with the texts: the int8 encoder quantises activations with one scale per
+        batch, so a text's vector depends slightly on its batch mates, and the question must embed the same
+        whichever strategy or step embeds it first (sage embeds it alone before af runs)."""
         if not texts:
             return np.zeros((0, 0), np.float32)
+        self.embedding  # noqa: B018 - computed (alone) now if no step did yet
         with self.stage("encode"):
-            if self._embedding is None:
-                vectors = self.encoder.encode([self.question, *texts])
-                self._embedding = vectors[0]
-                return vectors[1:]
             return self.encoder.encode(texts)
 
     @property

@@ -87,13 +87,12 @@ def fused_pool(
     with query.stage("vss"):
         dense_hits = vectors.search(vector[None, :], pool + extra, node_types=node_types)[0]
     with query.stage("bm25"):
-        sparse_all = bm25.scores(query.question)
-        if node_types is not None:
-            sparse_all = np.where(np.isin(bm25.node_types, node_types), sparse_all, 0.0).astype(np.float32)
-        want = min(pool + extra, sparse_all.size)
-        sparse_top = np.argpartition(-sparse_all, want - 1)[:want] if sparse_all.size > want else None
+        # Only documents with a positive score of the wanted types can be BM25 hits; the scores stay sparse when
+        # the question's terms are rare, so this costs the terms' postings, not a pass over every node.
+        scored = bm25.query(query.question)
+        sparse_top = scored.top(pool + extra, node_types)
     with query.stage("fuse"):
-        keys = dense_hits.keys if sparse_top is None else np.union1d(dense_hits.keys, sparse_top)
+        keys = np.union1d(dense_hits.keys, sparse_top)
         if node_types is not None:
             keys = keys[np.isin(bm25.node_types[keys], node_types)]
         if exclude is not None and exclude.size:
@@ -102,6 +101,6 @@ def fused_pool(
             empty = np.zeros(0, np.float32)
             return FusedPool(keys.astype(np.int64), empty, empty, empty)
         dense = vectors.vectors_for(keys) @ vector
-        sparse = sparse_all[keys]
+        sparse = scored.at(keys)
         fused = dense_weight * min_max(dense) + (1 - dense_weight) * min_max(sparse)
     return FusedPool(keys.astype(np.int64), fused, dense, sparse)

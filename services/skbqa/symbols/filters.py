@@ -184,10 +184,78 @@ def _compile(value: QueryScalar) -> re.Pattern[str] | str:
     text = _INLINE_FLAGS.sub("", value)
     if _NESTED_QUANTIFIER.search(text):
         return "nested quantifiers (catastrophic backtracking)"
+    risk = _backtracking_risk(text)
+    if risk is not None:
+        return f"{risk} (catastrophic backtracking)"
     try:
         return re.compile(text, re.IGNORECASE | re.DOTALL)
     except re.error as exc:
         return f"invalid pattern: {exc}"
+
+
+_BOUNDS = re.compile(r"\{(\d*)(,?)(\d*)\}")
+_GROUP_PREFIX = re.compile(r"\(\?(?:[:=!]|<[=!]|P<\w+>|[aiLmsux]+[:)])")
+_LONG_RANGE = 10  # `{m,n}` with n - m above this backtracks like an unbounded repetition
+
+
+def _backtracking_risk(pattern: str) -> str | None:
+    """Why `pattern` could take exponential or high-polynomial time in Python's backtracking `re`, else None.
+
+    Conservative, refusing the shapes behind catastrophic backtracking: a repeated group (`(a|a)*`, `((a+))+`,
+    `(.*a){8}`: nested or overlapping repetition), two unbounded repetitions with nothing mandatory between them
+    (`.*.*x`, `\\w+\\s*\\w+`: polynomial of their number's degree; groups and `|` do not separate them), and
+    backreferences. Patterns like `.*graph.*`, `[A-Z]{2,4}\\d+` or `her-?2` pass.
+    """
+    i, n, run = 0, len(pattern), False  # run: an unbounded repetition since the last mandatory atom
+    while i < n:
+        c = pattern[i]
+        if c == "(":
+            if pattern.startswith("(?P=", i):
+                return "a backreference"
+            prefix = _GROUP_PREFIX.match(pattern, i)
+            i = prefix.end() if prefix else i + 1
+            continue
+        if c == ")":
+            if i + 1 < n and (pattern[i + 1] in "*+" or _BOUNDS.match(pattern, i + 1)):
+                return "a repeated group"
+            i += 1
+            continue
+        if c in "|^$":
+            i += 1
+            continue
+        if c == "\\":
+            if i + 1 < n and pattern[i + 1] in "123456789":
+                return "a backreference"
+            end = i + 2
+        elif c == "[":
+            end = i + 1
+            end += pattern[end : end + 1] == "^"
+            end += pattern[end : end + 1] == "]"
+            while end < n and pattern[end] != "]":
+                end += 2 if pattern[end] == "\\" else 1
+            end += 1
+        else:
+            end = i + 1
+        unbounded, mandatory = False, True
+        bounds = _BOUNDS.match(pattern, end)
+        if end < n and pattern[end] in "*+?":
+            unbounded, mandatory = pattern[end] != "?", pattern[end] == "+"
+            end += 1
+        elif bounds:
+            low, comma, high = bounds.groups()
+            unbounded = bool(comma) and (not high or int(high) - int(low or 0) > _LONG_RANGE)
+            mandatory = int(low or 0) > 0
+            end = bounds.end()
+        if end < n and pattern[end] in "?+":  # lazy / possessive
+            end += 1
+        if unbounded and run:
+            return "two unbounded repetitions in a row"
+        if unbounded:
+            run = True
+        elif mandatory:
+            run = False
+        i = end
+    return None
 
 
 def _union(parts: Sequence[np.ndarray]) -> np.ndarray:

@@ -11,9 +11,12 @@ words.
 
 from __future__ import annotations
 
+import json
+import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -26,6 +29,10 @@ MAX_SPAN_WORDS = 24
 MIN_DISTINCT_RATIO = 0.5  # an alias column's values are mostly distinct
 MAX_ALIAS_CHARS = 120
 NAME, ALIAS = 0, 1
+LEXICON_FILE = "lexicon.npz"  # beside the node table of an index (written by ingest)
+LEXICON_VERSION = 1  # bump when the build rules change: older files are then rebuilt, not trusted
+
+logger = logging.getLogger(__name__)
 
 
 def normalise(text: str) -> str:
@@ -45,23 +52,61 @@ class Entry:
 
 
 class NameLexicon:
-    def __init__(self, entries: dict[str, list[Entry]], alias_keys: list[tuple[int, str, str]]) -> None:
-        self._entries = entries
+    """normalised key → entries (names before aliases within a node, nodes in position order).
+
+    Held compactly — one dict from key to a group number, entries as arrays (position, kind) grouped by key — so
+    millions of names cost a dict of strings and a few arrays, not an object per entry; `Entry` objects are made
+    only for the keys looked up. Ingest saves it beside the node table (`save`), and `build` reads that file back
+    when it matches the table (loading is several times faster than rebuilding at a million names).
+    """
+
+    def __init__(
+        self,
+        keys: dict[str, int],
+        offsets: np.ndarray,
+        positions: np.ndarray,
+        kinds: np.ndarray,
+        exact: dict[int, str],
+        alias_keys: list[tuple[int, str, str]],
+    ) -> None:
+        self._keys = keys  # key → group; group g's entries are rows offsets[g]:offsets[g + 1]
+        self._offsets = offsets
+        self._positions = positions
+        self._kinds = kinds
+        self._exact = exact  # entry row → alias as written, for aliases that must match case
         self.alias_keys = alias_keys  # (node type code, attribute key, item separator) read as aliases
-        self.max_words = min(MAX_SPAN_WORDS, max((k.count(" ") + 1 for k in entries), default=1))
+        self.max_words = min(MAX_SPAN_WORDS, max((k.count(" ") + 1 for k in keys), default=1))
 
     @classmethod
     def build(cls, nodes: NodeTable) -> NameLexicon:
+        """The lexicon of a node table: read from the index when ingest saved one for this table, else built."""
+        directory = getattr(nodes, "directory", None)
+        if directory is not None and (directory / LEXICON_FILE).is_file():
+            try:
+                return cls.load(directory / LEXICON_FILE, expect_nodes=len(nodes))
+            except (OSError, KeyError, ValueError) as exc:
+                logger.warning("rebuilding the name lexicon: %s", exc)
+        return cls.build_from(nodes)
+
+    @classmethod
+    def build_from(cls, nodes: NodeTable) -> NameLexicon:
         alias_keys = _alias_columns(nodes)
         wanted: dict[int, list[tuple[str, str]]] = {}
         for code, key, separator in alias_keys:
             wanted.setdefault(code, []).append((key, separator))
-        entries: dict[str, list[Entry]] = {}
+        groups: dict[str, int] = {}
+        entry_groups: list[int] = []
+        entry_positions: list[int] = []
+        entry_kinds: list[int] = []
+        exact_rows: dict[int, str] = {}
+        types = nodes.types.tolist() if wanted else None
         for position, name in enumerate(nodes.names):
             key = normalise(name)
             if key:
-                entries.setdefault(key, []).append(Entry(position, NAME, None))
-            keys = wanted.get(int(nodes.types[position]))
+                entry_groups.append(groups.setdefault(key, len(groups)))
+                entry_positions.append(position)
+                entry_kinds.append(NAME)
+            keys = wanted.get(types[position]) if types is not None else None
             if not keys:
                 continue
             attrs = nodes.attrs[position]
@@ -75,16 +120,47 @@ class NameLexicon:
                     if not alias_key or alias_key in seen:
                         continue
                     seen.add(alias_key)
-                    exact = alias if _needs_exact_case(alias) else None
-                    entries.setdefault(alias_key, []).append(Entry(position, ALIAS, exact))
-        return cls(entries, alias_keys)
+                    if _needs_exact_case(alias):
+                        exact_rows[len(entry_groups)] = alias
+                    entry_groups.append(groups.setdefault(alias_key, len(groups)))
+                    entry_positions.append(position)
+                    entry_kinds.append(ALIAS)
+        group_of = np.asarray(entry_groups, np.int64)
+        order = np.argsort(group_of, kind="stable")  # grouped by key, insertion order kept inside a group
+        row_of = np.empty_like(order)
+        row_of[order] = np.arange(order.size)
+        offsets = np.zeros(len(groups) + 1, np.int64)
+        np.cumsum(np.bincount(group_of, minlength=len(groups)), out=offsets[1:])
+        return cls(
+            groups,
+            offsets,
+            np.asarray(entry_positions, np.int64)[order],
+            np.asarray(entry_kinds, np.int8)[order],
+            {int(row_of[row]): alias for row, alias in exact_rows.items()},
+            alias_keys,
+        )
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._keys)
+
+    def _entries(self, key: str) -> list[Entry]:
+        group = self._keys.get(key)
+        if group is None:
+            return []
+        start, end = int(self._offsets[group]), int(self._offsets[group + 1])
+        return [
+            Entry(int(p), int(k), self._exact.get(row))
+            for row, p, k in zip(
+                range(start, end),
+                self._positions[start:end].tolist(),
+                self._kinds[start:end].tolist(),
+                strict=True,
+            )
+        ]
 
     def lookup(self, text: str, *, original: str | None = None) -> list[Entry]:
         """Entries whose normalised name equals `text`'s; `original` (the span as written) gates exact-case aliases."""
-        found = self._entries.get(normalise(text), [])
+        found = self._entries(normalise(text))
         if original is None:
             return [e for e in found if e.exact_case is None]
         return [e for e in found if e.exact_case is None or e.exact_case == original.strip()]
@@ -97,7 +173,49 @@ class NameLexicon:
         return np.asarray(names + aliases, np.int64)
 
     def __contains__(self, key: str) -> bool:
-        return key in self._entries
+        return key in self._keys
+
+    # ------------------------------------------------------------------------------------------------ files
+
+    def save(self, path: Path, *, nodes: int) -> None:
+        keys = list(self._keys)  # insertion order = group order
+        blob = "\n".join(keys).encode("utf-8")  # keys are words joined by single spaces: never a newline
+        meta = {"version": LEXICON_VERSION, "nodes": nodes, "keys": len(keys), "alias_keys": self.alias_keys}
+        exact_rows = np.asarray(sorted(self._exact), np.int64)
+        with path.open("wb") as handle:
+            np.savez(
+                handle,
+                meta=np.array(json.dumps(meta)),
+                keys=np.frombuffer(blob, np.uint8),
+                offsets=self._offsets,
+                positions=self._positions,
+                kinds=self._kinds,
+                exact_rows=exact_rows,
+                exact=np.array(json.dumps([self._exact[int(r)] for r in exact_rows])),
+            )
+
+    @classmethod
+    def load(cls, path: Path, *, expect_nodes: int | None = None) -> NameLexicon:
+        with np.load(path) as data:
+            meta = json.loads(str(data["meta"]))
+            if meta.get("version") != LEXICON_VERSION:
+                raise ValueError(f"{path}: lexicon version {meta.get('version')}, expected {LEXICON_VERSION}")
+            if expect_nodes is not None and meta.get("nodes") != expect_nodes:
+                raise ValueError(f"{path}: lexicon of {meta.get('nodes')} nodes, the table has {expect_nodes}")
+            blob = data["keys"].tobytes().decode("utf-8")
+            keys = blob.split("\n") if meta["keys"] else []
+            exact = dict(zip(data["exact_rows"].tolist(), json.loads(str(data["exact"])), strict=True))
+            lexicon = cls(
+                dict(zip(keys, range(len(keys)), strict=True)),
+                data["offsets"],
+                data["positions"],
+                data["kinds"],
+                exact,
+                [tuple(k) for k in meta["alias_keys"]],  # type: ignore[misc]
+            )
+        if len(lexicon) != meta["keys"]:
+            raise ValueError(f"{path}: damaged lexicon")
+        return lexicon
 
 
 def _items(value: str, separator: str) -> Iterable[str]:

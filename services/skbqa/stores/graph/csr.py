@@ -29,16 +29,33 @@ class CsrGraph:
     ) -> CsrGraph:
         arrays: dict[str, np.ndarray] = {}
         index_dtype = np.int32 if num_nodes < 2**31 else np.int64
-        for code in range(len(edge_names)):
-            mask = etype == code
-            s, d = src[mask], dst[mask]
-            for direction, (a, b) in (("out", (s, d)), ("in", (d, s))):
-                order = np.lexsort((b, a))  # grouped by node, neighbours sorted within each node
-                counts = np.bincount(a, minlength=num_nodes)
+        n, types = max(num_nodes, 1), max(len(edge_names), 1)
+        src, dst, etype = np.asarray(src), np.asarray(dst), np.asarray(etype)
+        if types * n * n >= 2**62:  # no room for a packed key (billions of nodes): lexsort per edge type
+            for code in range(len(edge_names)):
+                mask = etype == code
+                s, d = src[mask], dst[mask]
+                for direction, (a, b) in (("out", (s, d)), ("in", (d, s))):
+                    order = np.lexsort((b, a))
+                    indptr = np.zeros(num_nodes + 1, np.int64)
+                    np.cumsum(np.bincount(a, minlength=num_nodes), out=indptr[1:])
+                    arrays[f"{code}.{direction}.indptr"] = indptr
+                    arrays[f"{code}.{direction}.indices"] = b[order].astype(index_dtype)
+            return cls(num_nodes, edge_names, arrays)
+        for direction, (a, b) in (("out", (src, dst)), ("in", (dst, src))):
+            # One sort of packed (type, node, neighbour) keys groups every type's edges by node with neighbours
+            # sorted within each node: an int64 sort, several times faster than lexsort over 10M+ edges.
+            keys = (np.asarray(etype, np.int64) * n + a) * n + b
+            keys.sort()
+            type_bounds = np.searchsorted(keys, np.arange(len(edge_names) + 1, dtype=np.int64) * n * n)
+            for code in range(len(edge_names)):
+                run = keys[type_bounds[code] : type_bounds[code + 1]] - code * n * n
+                nodes, neighbours = np.divmod(run, n)
                 indptr = np.zeros(num_nodes + 1, np.int64)
-                np.cumsum(counts, out=indptr[1:])
+                np.cumsum(np.bincount(nodes, minlength=num_nodes), out=indptr[1:])
                 arrays[f"{code}.{direction}.indptr"] = indptr
-                arrays[f"{code}.{direction}.indices"] = b[order].astype(index_dtype)
+                arrays[f"{code}.{direction}.indices"] = neighbours.astype(index_dtype)
+            del keys
         return cls(num_nodes, edge_names, arrays)
 
     @property
