@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import pytest
@@ -21,10 +19,9 @@ import pytest
 from skbqa.bus import topics
 from skbqa.bus.kafka import KafkaBus
 from skbqa.distributed.stages import AnswerEnvelope, StageMessage
-from skbqa.stack.stack import LocalStack, StackOptions
-from skbqa.v1 import api_pb2, api_pb2_grpc, stages_pb2
-from tests.conftest import SAMPLE_BUNDLE
+from skbqa.v1 import api_pb2, stages_pb2
 from tests.integration.fault_matrix import record
+from tests.integration.fault_stack import QUESTIONS, check, durable_stack, embedded_rankings, storm, stub_for
 
 pytestmark = [
     pytest.mark.distributed,
@@ -34,84 +31,29 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("npx") is None, reason="the durable broker needs npx (s3rver)"),
 ]
 
-QUESTIONS = [json.loads(line)["question"] for line in (SAMPLE_BUNDLE / "qa.jsonl").read_text().splitlines()]
-CLEAR = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED}
-
 
 @pytest.fixture(scope="module")
 def stack(biomed_sample_engine, tmp_path_factory):
-    options = StackOptions(
-        index=biomed_sample_engine.stores.directory,
-        directory=tmp_path_factory.mktemp("fault-stack"),
-        gateway_port=0,
-        ray=False,  # restarts in these tests should take seconds; Ray Serve is covered by test_distributed_stack
-        broker_storage="s3",
-        request_timeout_s=150.0,  # long enough to see a request through a broker restart and group rejoins
-    )
-    running = LocalStack(options)
-    running.up()
+    running = durable_stack(biomed_sample_engine.stores.directory, tmp_path_factory.mktemp("fault-stack"))
     yield running
     running.down()
 
 
 @pytest.fixture(scope="module")
 def expected(biomed_sample_engine):
-    return {q: [i.node_id for i in biomed_sample_engine.ask(q).items] for q in QUESTIONS}
-
-
-def _stub(stack: LocalStack) -> api_pb2_grpc.SkbqaStub:
-    return api_pb2_grpc.SkbqaStub(grpc.insecure_channel(f"127.0.0.1:{stack.ports['gateway']}"))
-
-
-def _storm(stack: LocalStack, fault, questions: list[str], *, timeout_s: float = 120.0) -> dict:
-    """Send `questions` from 4 client threads while `fault()` runs in another; collect every outcome."""
-    stub = _stub(stack)
-    answers: dict[int, list[int]] = {}
-    statuses: dict[int, grpc.StatusCode] = {}
-    started = threading.Event()
-
-    def ask(item: tuple[int, str]) -> None:
-        index, question = item
-        started.set()
-        try:
-            reply = stub.Ask(api_pb2.AskRequest(question=question), timeout=timeout_s)
-            answers[index] = [i.node_id for i in reply.items]
-        except grpc.RpcError as exc:
-            statuses[index] = exc.code()
-
-    def run_fault() -> None:
-        started.wait(10)
-        time.sleep(0.3)
-        fault()
-
-    injector = threading.Thread(target=run_fault)
-    injector.start()
-    began = time.monotonic()
-    with ThreadPoolExecutor(4) as pool:
-        list(pool.map(ask, enumerate(questions)))
-    injector.join()
-    return {"answers": answers, "statuses": statuses, "seconds": round(time.monotonic() - began, 1)}
-
-
-def _check(result: dict, questions: list[str], expected: dict, fault: str, outcome: str) -> None:
-    answers, statuses = result["answers"], result["statuses"]
-    for index, ids in answers.items():
-        assert ids == expected[questions[index]], f"request {index} answered wrongly after {fault}"
-    assert all(code in CLEAR for code in statuses.values()), statuses
-    record(fault, outcome, len(questions), len(answers), len(statuses), seconds=result["seconds"])
-    assert len(answers) + len(statuses) == len(questions)
+    return embedded_rankings(biomed_sample_engine)
 
 
 def test_broker_restart_mid_stream_answers_every_accepted_request(stack, expected) -> None:
     questions = QUESTIONS * 2
-    result = _storm(stack, lambda: stack.restart_broker(down_s=1.0), questions, timeout_s=180)
+    result = storm(stack, lambda: stack.restart_broker(down_s=1.0), questions, timeout_s=180)
     # calls that reached the gateway while the broker was down are refused UNAVAILABLE (nothing accepted);
     # every call accepted before or after is answered once, correctly
-    _check(result, questions, expected, "broker restart (s3 storage) mid-stream", "accepted ones answered")
+    check(result, questions, expected, "broker restart (s3 storage) mid-stream", "accepted ones answered")
     assert all(code == grpc.StatusCode.UNAVAILABLE for code in result["statuses"].values())
     assert len(result["answers"]) >= len(questions) // 2
     # and the stack is whole again afterwards
-    reply = _stub(stack).Ask(api_pb2.AskRequest(question=QUESTIONS[0]), timeout=120)
+    reply = stub_for(stack).Ask(api_pb2.AskRequest(question=QUESTIONS[0]), timeout=120)
     assert [i.node_id for i in reply.items] == expected[QUESTIONS[0]]
 
 
@@ -156,7 +98,7 @@ def test_poison_message_goes_to_the_dead_letter_topic_with_its_error(stack) -> N
 def test_encoder_server_lost_gives_degraded_answers_not_errors(stack) -> None:
     """Last in this module: it stops Triton for good."""
     stack.stop_one("triton")
-    stub = _stub(stack)
+    stub = stub_for(stack)
     replies = [stub.Ask(api_pb2.AskRequest(question=q), timeout=120) for q in QUESTIONS[:5]]
     assert all(r.degraded and r.items for r in replies)
     notes = json.loads(replies[0].notes_json)["degraded"]
