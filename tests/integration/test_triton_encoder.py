@@ -28,7 +28,14 @@ pytest.importorskip("pytriton")
 pytest.importorskip("tritonclient.grpc")
 
 from skbqa.common.errors import BackendUnavailableError
-from skbqa.models.local_encoder import DIM, load_encoder, onnx_model_path, packaged_model_dir
+from skbqa.models.local_encoder import (
+    BATCH_ITEMS,
+    BATCH_TOKENS,
+    DIM,
+    load_encoder,
+    onnx_model_path,
+    packaged_model_dir,
+)
 from skbqa.models.triton_encoder import TritonEncoder
 from skbqa.models.triton_server import (
     INPUT_TEXT,
@@ -263,35 +270,42 @@ def test_model_repository_python_model_matches_local(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, local: Any
 ) -> None:
     """Run deploy/.../1/model.py on CPU with a stand-in pb_utils, laid out as the README says."""
-    from google.protobuf import json_format
-
-    version_dir = tmp_path / MODEL_NAME / "1"
-    version_dir.mkdir(parents=True)
-    (version_dir / "model.int8.onnx").symlink_to(onnx_model_path(True))
-    (version_dir / "tokenizer.json").symlink_to(packaged_model_dir() / "tokenizer.json")
-    monkeypatch.setitem(sys.modules, "triton_python_backend_utils", fake_pb_utils())
-    spec = importlib.util.spec_from_file_location("skbqa_encoder_repo_model", REPO_MODEL / "1" / "model.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-
-    model = module.TritonPythonModel()
-    model.initialize(
-        {
-            "model_config": json_format.MessageToJson(repository_config(), preserving_proto_field_name=True),
-            "model_repository": str(tmp_path / MODEL_NAME),
-            "model_version": "1",
-            "model_instance_kind": "CPU",
-        }
-    )
-    # Two requests merged into one dynamic batch of 80 > 64 texts: several inner ONNX runs, so the grouping
-    # (length sort + token budget) must match the local encoder's for the int8 numerics to agree.
-    first, second = TEXTS, TEXTS[::-1]
+    model = load_repository_model(tmp_path, monkeypatch, repository_config())
+    # One dynamic batch of two requests. int8 encodes each on its own, so every caller gets exactly what the
+    # local encoder gives for its call, whatever else was queued; the 80-text request (> 64) takes several
+    # inner ONNX runs, so the grouping (length sort + token budget) must match the local encoder's too.
+    first, second = TEXTS + TEXTS[::-1], TEXTS[:7]
     responses = model.execute([FakeRequest(first), FakeRequest(second)])
-    got = np.vstack([r.output_tensors[0].array for r in responses])
     assert [r.error for r in responses] == [None, None]
-    assert got.shape == (2 * len(TEXTS), DIM)
-    assert float(np.abs(got - local.encode(first + second)).max()) < TOLERANCE
+    for request_texts, response in zip((first, second), responses, strict=True):
+        got = response.output_tensors[0].array
+        assert got.shape == (len(request_texts), DIM)
+        assert float(np.abs(got - local.encode(request_texts)).max()) < TOLERANCE
+
+
+def test_model_repository_fp32_merges_the_dynamic_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """fp32 vectors do not depend on the batch: one merged encode, split back per request."""
+    fp32 = load_encoder("onnx", threads=1)
+    config = repository_config()
+    config.parameters["skbqa_runtime"].string_value = "onnx"
+    config.parameters[PARAM_ENCODER_NAME].string_value = fp32.name
+    model = load_repository_model(tmp_path, monkeypatch, config)
+    calls: list[int] = []
+    encode = model.encode
+    model.encode = lambda texts: calls.append(len(texts)) or encode(texts)
+    first, second = TEXTS, TEXTS[:3]
+    responses = model.execute([FakeRequest(first), FakeRequest(second)])
+    assert calls == [len(first) + len(second)]
+    for request_texts, response in zip((first, second), responses, strict=True):
+        assert response.error is None
+        assert float(np.abs(response.output_tensors[0].array - fp32.encode(request_texts)).max()) < TOLERANCE
+
+
+def test_model_repository_inner_batching_matches_local_encoder() -> None:
+    """int8 numerics depend on the inner batches, so the repository must group texts as OnnxEncoder does."""
+    config = repository_config()
+    assert int(config.parameters["batch_items"].string_value) == BATCH_ITEMS
+    assert int(config.parameters["batch_tokens"].string_value) == BATCH_TOKENS
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -301,6 +315,32 @@ def model_config_pb2() -> Any:
     from tritonclient.grpc import model_config_pb2 as pb
 
     return pb
+
+
+def load_repository_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: Any) -> Any:
+    """deploy/.../1/model.py initialised from `config`, with the ONNX files laid out as the README says."""
+    from google.protobuf import json_format
+
+    version_dir = tmp_path / MODEL_NAME / "1"
+    version_dir.mkdir(parents=True)
+    for quantized, name in ((True, "model.int8.onnx"), (False, "model.onnx")):
+        (version_dir / name).symlink_to(onnx_model_path(quantized))
+    (version_dir / "tokenizer.json").symlink_to(packaged_model_dir() / "tokenizer.json")
+    monkeypatch.setitem(sys.modules, "triton_python_backend_utils", fake_pb_utils())
+    spec = importlib.util.spec_from_file_location("skbqa_encoder_repo_model", REPO_MODEL / "1" / "model.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    model = module.TritonPythonModel()
+    model.initialize(
+        {
+            "model_config": json_format.MessageToJson(config, preserving_proto_field_name=True),
+            "model_repository": str(tmp_path / MODEL_NAME),
+            "model_version": "1",
+            "model_instance_kind": "CPU",
+        }
+    )
+    return model
 
 
 def repository_config() -> Any:

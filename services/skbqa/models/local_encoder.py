@@ -27,6 +27,11 @@ DIM = 384
 TOKENIZE_CHUNK = 16384
 DEFAULT_MAX_LENGTH = 128  # the length all-MiniLM-L6-v2 was trained with; longer inputs cost time, not accuracy
 RUNTIMES = ("onnx-int8", "onnx", "torch")
+# Inner ONNX batching: <= BATCH_ITEMS texts and <= BATCH_TOKENS padded tokens per run. Small batches keep the
+# matrices in cache (+20 % on 2 cores, bench/encoder_speed.py). int8 vectors depend on batch composition, so the
+# Triton model repository (deploy/triton) must use the same values; a test pins them together.
+BATCH_ITEMS = 64
+BATCH_TOKENS = 512
 
 
 def packaged_model_dir() -> Path:
@@ -106,8 +111,8 @@ class OnnxEncoder:
         *,
         quantized: bool = True,
         max_length: int = DEFAULT_MAX_LENGTH,
-        batch_size: int = 64,
-        batch_tokens: int = 512,  # small batches keep the matrices in cache: +20 % on 2 cores (bench/encoder_speed.py)
+        batch_size: int = BATCH_ITEMS,
+        batch_tokens: int = BATCH_TOKENS,
         threads: int | None = None,
     ) -> None:
         self._quantized = quantized

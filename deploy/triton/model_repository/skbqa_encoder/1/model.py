@@ -29,7 +29,7 @@ class TritonPythonModel:
         runtime = params["skbqa_runtime"]
         self.max_length = int(params.get("max_length", "128"))
         self.batch_items = int(params.get("batch_items", "64"))
-        self.batch_tokens = int(params.get("batch_tokens", "8192"))
+        self.batch_tokens = int(params.get("batch_tokens", "512"))
         self.dim = int(params["skbqa_encoder_dim"])
         expected = f"{MODEL_FAMILY}/{runtime}/max{self.max_length}"
         # Clients trust skbqa_encoder_name to decide whether an index fits; a config that lies must not load.
@@ -39,12 +39,20 @@ class TritonPythonModel:
         if [int(d) for d in output["dims"]] != [self.dim]:
             raise ValueError(f"output dims {output['dims']} != skbqa_encoder_dim {self.dim}")
 
+        # Dynamic int8 quantisation scales activations per ONNX run: merging callers' texts would change each
+        # caller's vectors, so int8 encodes request by request; fp32 is batch-independent and merges.
+        self.merge_requests = not runtime.endswith("int8")
         here = Path(args["model_repository"]) / str(args["model_version"])
         self.session = _session(here / ONNX_FILES[runtime], args)
         self.tokenizer = _tokenizer(here / "tokenizer.json", self.max_length)
 
     def execute(self, requests: list[Any]) -> list[Any]:
-        # One encode over the whole dynamic batch, then split per request (as PyTriton's @batch does).
+        if not self.merge_requests:
+            return [self._respond([request])[0] for request in requests]
+        return self._respond(requests)
+
+    def _respond(self, requests: list[Any]) -> list[Any]:
+        """One encode over `requests`' texts, split back per request (as PyTriton's @batch does)."""
         try:
             columns = [pb_utils.get_input_tensor_by_name(r, INPUT_TEXT).as_numpy() for r in requests]
             texts = [_text(v) for column in columns for v in column.reshape(-1)]
