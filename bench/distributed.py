@@ -3,7 +3,9 @@
 1. `Ask` latency p50/p95 through the embedded gRPC server (every stage in one process) and through the local
    distributed stack (tansu broker, Triton encoder, one process per service, Ray Serve reranker);
 2. per-stage p50/p95 from Prometheus (PromQL over `skbqa_stage_seconds` and `skbqa_queue_wait_seconds`);
-3. throughput (answers/s, N concurrent clients) with 1 and then 2 replicas of the slowest stage.
+3. throughput (answers/s, N concurrent clients) with 1 and then 2 replicas of the slowest stage;
+4. the same `Ask` latency on a stack whose bus uses `--baseline-bus-options` (default: the previous
+   `fetch_max_wait_ms=100`), so the bus setting's effect is a ratio measured in this run.
 
     .venv/bin/python bench/distributed.py --index .skbqa/biomed-sample --qa data/biomed-sample/qa.jsonl \
         --out bench/results/distributed.json
@@ -81,6 +83,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--requests", type=int, default=120)
     parser.add_argument("--slowest", default="ranking")
+    parser.add_argument("--baseline-bus-options", default="fetch_max_wait_ms=100")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     questions = _questions(args.qa, args.limit)
@@ -133,7 +136,20 @@ def main() -> None:
                 report[f"distributed_{args.slowest}_x{replicas}"] = row
             finally:
                 stack.down()
+    with tempfile.TemporaryDirectory() as tmp:
+        stack = LocalStack(
+            StackOptions(
+                index=args.index, directory=Path(tmp), gateway_port=0, bus_options=args.baseline_bus_options
+            )
+        )
+        stack.up()
+        try:
+            times, _ = _latencies(stack.ports["gateway"], questions, args.rounds)
+            report["distributed_baseline_bus"] = {"bus_options": args.baseline_bus_options, **_summary(times)}
+        finally:
+            stack.down()
     one = report[f"distributed_{args.slowest}_x1"]
+    report["p50_ratio_vs_baseline_bus"] = round(one["p50"] / report["distributed_baseline_bus"]["p50"], 3)
     report["overhead_p50_ms"] = round(one["p50"] - report["embedded"]["p50"], 2)
     report["throughput_ratio_2_vs_1_replicas"] = round(
         report[f"distributed_{args.slowest}_x2"]["throughput_per_s"] / one["throughput_per_s"], 2

@@ -45,6 +45,7 @@ class StackOptions:
     broker_storage: str = "memory"
     ready_timeout_s: float = 180.0
     request_timeout_s: float = 30.0  # the gateway's longest wait for an answer (calls may ask for less)
+    bus_options: str = ""  # KafkaBus URL options for every service, e.g. "fetch_max_wait_ms=100" (docs/kafka.md)
 
     def validate(self) -> None:
         if not (self.index / "manifest.json").is_file():
@@ -56,6 +57,11 @@ class StackOptions:
                 raise InvalidInputError(f"unknown role {role!r} in --replicas; roles: {', '.join(ROLES)}")
             if not 1 <= count <= 8:
                 raise InvalidInputError(f"replicas of {role} must be 1..8, got {count}")
+        if self.bus_options.strip():
+            from skbqa.bus.kafka import bus_from_url
+
+            # Building a bus does no I/O; it only checks the options' names and types.
+            bus_from_url("kafka://127.0.0.1:9092?" + self.bus_options.strip().lstrip("?")).close()
 
 
 def encoder_runtime(index: Path) -> str:
@@ -142,6 +148,12 @@ class LocalStack:
         )
         self.ports["bus"] = f"kafka://127.0.0.1:{port}"
 
+    @property
+    def bus_url(self) -> str:
+        """The bus URL the services get: the broker's address with `bus_options` as its query."""
+        options = self.options.bus_options.strip().lstrip("?")
+        return self.ports["bus"] + (f"?{options}" if options else "")
+
     def _start_triton(self) -> None:
         grpc_port, http_port, metrics_port = free_port(), free_port(), free_port()
         argv = [
@@ -176,7 +188,7 @@ class LocalStack:
             metrics_port = free_port()
         argv = [
             PYTHON, "-m", "skbqa", "serve", "--role", role, "--index", str(self.options.index),
-            "--bus", self.ports["bus"], "--port", str(grpc_port), "--metrics-port", str(metrics_port),
+            "--bus", self.bus_url, "--port", str(grpc_port), "--metrics-port", str(metrics_port),
         ]  # fmt: skip
         if "encoder" in self.ports and role != "gateway":
             argv += ["--encoder", self.ports["encoder"]]
