@@ -7,7 +7,8 @@ BIN := $(VENV)/bin
 PIP_INSTALL := $(BIN)/pip install --disable-pip-version-check -q
 
 .DEFAULT_GOAL := help
-.PHONY: help demo test test-slow lint bench-biomed bench-af clean
+.PHONY: help demo test test-slow lint protos helm-check loadtest stack-up stack-down bench-biomed bench-af \
+	bench-distributed fuzz clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -40,6 +41,35 @@ lint: $(VENV)/.installed-dev ## ruff lint + format check + mypy
 	$(BIN)/ruff check services tests scripts bench loadtest
 	$(BIN)/ruff format --check services tests scripts bench loadtest
 	$(BIN)/mypy services/skbqa
+
+protos: $(VENV)/.installed-dev ## regenerate services/skbqa/v1 from protos/ (a test fails when they differ)
+	scripts/gen_protos.sh
+
+helm-check: $(VENV)/.installed-dev ## render the chart offline, validate it, and fail if k8s/ drifted from it
+	$(BIN)/python scripts/render_k8s.py --check
+	$(BIN)/pytest -q tests/deploy/test_chart.py
+
+INDEX ?= .skbqa/biomed-sample
+LOADTEST_USERS ?= 4
+LOADTEST_RUN_TIME ?= 20s
+loadtest: $(VENV)/.installed-dev ## bounded headless Locust run against an embedded server on the sample index
+	@test -f $(INDEX)/manifest.json || $(BIN)/skbqa ingest data/biomed-sample --index $(INDEX)
+	scripts/loadtest_embedded.sh $(INDEX) $(LOADTEST_USERS) $(LOADTEST_RUN_TIME)
+
+stack-up: $(VENV)/.installed-dev ## the local distributed stack (broker, Triton, one process per service, Ray, Prometheus)
+	@test -f $(INDEX)/manifest.json || $(BIN)/skbqa ingest data/biomed-sample --index $(INDEX)
+	$(BIN)/skbqa stack up --index $(INDEX) --prometheus
+
+stack-down: $(VENV)/.installed-dev ## stop exactly what stack-up started
+	$(BIN)/skbqa stack down
+
+bench-distributed: $(VENV)/.installed-dev ## Ask latency embedded vs distributed, per-stage Prometheus figures, replicas
+	@test -f $(INDEX)/manifest.json || $(BIN)/skbqa ingest data/biomed-sample --index $(INDEX)
+	$(BIN)/python bench/distributed.py --index $(INDEX) --qa data/biomed-sample/qa.jsonl \
+		--out bench/results/distributed.json
+
+fuzz: $(VENV)/.installed-dev ## 1M generated inputs through the Cypher and encoder parsers (about 40 min)
+	$(BIN)/python bench/fuzz.py --out bench/results/fuzz.json
 
 bench-biomed: $(VENV)/.installed ## full biomed SKB: ingest, then bm25/vss/hybrid on the 400 dev questions (needs ../shared)
 	$(BIN)/python bench/biomed.py --bundle ../shared/data/biomed-skb --index .skbqa/biomed --out bench/results

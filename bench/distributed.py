@@ -5,7 +5,10 @@
 2. per-stage p50/p95 from Prometheus (PromQL over `skbqa_stage_seconds` and `skbqa_queue_wait_seconds`);
 3. throughput (answers/s, N concurrent clients) with 1 and then 2 replicas of the slowest stage;
 4. the same `Ask` latency on a stack whose bus uses `--baseline-bus-options` (default: the previous
-   `fetch_max_wait_ms=100`), so the bus setting's effect is a ratio measured in this run.
+   `fetch_max_wait_ms=100`), so the bus setting's effect is a ratio measured in this run;
+5. where the overhead goes, each part measured in this run: the distributed code path (gateway, bus workers, stage
+   codec, answer routing, metrics) in one process over the in-memory bus; the stack without Triton (every service
+   encodes in process); and one publish → fetch hop on the stack's broker (the pipeline makes six).
 
     .venv/bin/python bench/distributed.py --index .skbqa/biomed-sample --qa data/biomed-sample/qa.jsonl \
         --out bench/results/distributed.json
@@ -27,11 +30,12 @@ import grpc
 import numpy as np
 
 from skbqa.distributed.settings import ServiceSettings
-from skbqa.server.run import start_embedded
+from skbqa.server.run import start_all_in_one, start_embedded
 from skbqa.stack.stack import LocalStack, StackOptions
 from skbqa.v1 import api_pb2, api_pb2_grpc
 
 STAGES = ("parser", "symbols", "grounding", "ranking", "reranker")
+HOPS_PER_QUESTION = 6  # query → parsed → symbols → grounded → ranked → answer
 
 
 def _questions(path: Path, limit: int) -> list[str]:
@@ -61,6 +65,19 @@ def _throughput(port: int, questions: list[str], clients: int, total: int) -> fl
         with ThreadPoolExecutor(clients) as pool:
             list(pool.map(lambda q: stub.Ask(api_pb2.AskRequest(question=q), timeout=120), work))
         return total / (time.perf_counter() - started)
+
+
+def _hop_p50(stack: LocalStack, hops: int = 60) -> float:
+    """p50 of one publish → fetch hop on the stack's own broker, with the services' bus settings."""
+    import inspect
+
+    from kafka_hop import hop_latency  # bench/kafka_hop.py, beside this script
+
+    from skbqa.bus.kafka import KafkaBus
+
+    wait_ms = inspect.signature(KafkaBus).parameters["fetch_max_wait_ms"].default
+    bootstrap = stack.ports["bus"].removeprefix("kafka://")
+    return float(hop_latency(bootstrap, wait_ms, hops)["p50_ms"])
 
 
 def _summary(times: list[float]) -> dict[str, float]:
@@ -99,6 +116,19 @@ def main() -> None:
     finally:
         stop()
 
+    # The distributed code path without the broker or separate processes: what skbqa's own layers cost.
+    server, stop = start_all_in_one(
+        ServiceSettings(index=args.index, role="all", bus_url="memory://bench", port=0)
+    )
+    try:
+        times, rankings = _latencies(server.port, questions, args.rounds)
+        report["distributed_code_path_memory_bus"] = {
+            **_summary(times),
+            "same_rankings_as_embedded": sum(a == b for a, b in zip(rankings, embedded_rankings, strict=True)),
+        }
+    finally:
+        stop()
+
     for replicas in (1, 2):
         with tempfile.TemporaryDirectory() as tmp:
             stack = LocalStack(
@@ -123,6 +153,12 @@ def main() -> None:
                         a == b for a, b in zip(rankings, embedded_rankings, strict=True)
                     )
                     row["compared"] = len(rankings)
+                    time.sleep(3)  # one more scrape: the stage figures of the sequential phase alone
+                    row["sequential_stage_p50_ms"] = _promql(
+                        stack.ports["prometheus"],
+                        "histogram_quantile(0.5, sum by (le, stage) (skbqa_stage_seconds_bucket))",
+                    )
+                    row["hop_p50_ms"] = _hop_p50(stack)
                 row["throughput_per_s"] = round(_throughput(port, questions, args.clients, args.requests), 1)
                 time.sleep(3)  # one more scrape
                 base = stack.ports["prometheus"]
@@ -148,7 +184,21 @@ def main() -> None:
             report["distributed_baseline_bus"] = {"bus_options": args.baseline_bus_options, **_summary(times)}
         finally:
             stack.down()
+    with tempfile.TemporaryDirectory() as tmp:
+        stack = LocalStack(StackOptions(index=args.index, directory=Path(tmp), gateway_port=0, triton=False))
+        stack.up()
+        try:
+            times, _ = _latencies(stack.ports["gateway"], questions, args.rounds)
+            report["distributed_no_triton"] = _summary(times)
+        finally:
+            stack.down()
     one = report[f"distributed_{args.slowest}_x1"]
+    report["overhead_breakdown_p50_ms"] = {
+        "total": round(one["p50"] - report["embedded"]["p50"], 2),
+        "skbqa_code_path": round(report["distributed_code_path_memory_bus"]["p50"] - report["embedded"]["p50"], 2),
+        "broker_hops": round(HOPS_PER_QUESTION * one["hop_p50_ms"], 2),
+        "triton_encoder": round(one["p50"] - report["distributed_no_triton"]["p50"], 2),
+    }
     report["p50_ratio_vs_baseline_bus"] = round(one["p50"] / report["distributed_baseline_bus"]["p50"], 3)
     report["overhead_p50_ms"] = round(one["p50"] - report["embedded"]["p50"], 2)
     report["throughput_ratio_2_vs_1_replicas"] = round(

@@ -1,16 +1,25 @@
 """Render helm/skbqa with its default values into k8s/ (one file per component), and keep derived files in sync.
 
-    .venv/bin/python scripts/render_k8s.py            # write k8s/*.yaml, the dashboard copy and the values table
+    .venv/bin/python scripts/render_k8s.py            # write k8s/*.yaml, the dashboard copy, the values table and
+                                                      # the schema's descriptions
     .venv/bin/python scripts/render_k8s.py --check    # exit 1 if any of them drifted from the chart
+    .venv/bin/python scripts/render_k8s.py --record bench/results/helm-render.json
+                                                      # render every helm/skbqa/ci values file, validate each object
+                                                      # strictly, save object counts and results
 
 What it maintains (all derived from helm/skbqa, never edited by hand):
 
 - `k8s/<component>.yaml`: the chart rendered with release "skbqa" in namespace "skbqa" and the default values,
   split by the `app.kubernetes.io/component` label (gateway, parser, symbols, grounding, ranking, reranker, ingest;
-  objects of no single component go to `shared.yaml`), and `k8s/kustomization.yaml` listing them;
+  objects of no single component go to `shared.yaml`), and `k8s/kustomization.yaml` listing them. Their
+  `app.kubernetes.io/managed-by` label says `skbqa-render`, not `Helm`: they are applied with kubectl, and a
+  Helm-managed label would make Helm (and tools that trust the label) believe a release owns them;
 - `helm/skbqa/dashboards/skbqa-dashboard.json`: a copy of `deploy/grafana/skbqa-dashboard.json` (Helm cannot read
   files outside the chart), when that file exists;
-- the values table in docs/deploy.md between its `values-table` markers, from the `# --` comments of values.yaml.
+- the values table in docs/deploy.md between its `values-table` markers, from the `# --` comments of values.yaml;
+- the `description` of every documented key in helm/skbqa/values.schema.json, from the same comments. A key under
+  a shared definition (`$ref`) gets its description at the place of use (an annotation-only `properties` entry
+  next to the `$ref`), so two keys sharing a definition never share a description.
 
 Rendering is offline: helm-python-sdk embeds Helm v4 as a library (no helm binary, no cluster).
 """
@@ -35,6 +44,12 @@ K8S = ROOT / "k8s"
 DASHBOARD_SOURCE = ROOT / "deploy" / "grafana" / "skbqa-dashboard.json"
 DASHBOARD_COPY = CHART / "dashboards" / "skbqa-dashboard.json"
 DOCS = ROOT / "docs" / "deploy.md"
+SCHEMA = CHART / "values.schema.json"
+CI_VALUES = CHART / "ci"
+# the chart's minimum (Chart.yaml kubeVersion) and the newest schemas kubernetes-validate carries
+KUBERNETES_VERSIONS = ("1.25.0", "1.37.0")
+MANAGED_BY = "skbqa-render"
+_MANAGED_BY_HELM = re.compile(r"(?m)^(\s*app\.kubernetes\.io/managed-by: )Helm$")
 RELEASE = "skbqa"
 NAMESPACE = "skbqa"
 COMPONENT_LABEL = "app.kubernetes.io/component"
@@ -91,7 +106,7 @@ def k8s_files(docs: Iterable[Rendered]) -> dict[str, str]:
     """File name -> content of the k8s/ directory for these rendered objects."""
     grouped: dict[str, list[str]] = {}
     for doc in docs:
-        grouped.setdefault(component_of(doc.obj), []).append(doc.text)
+        grouped.setdefault(component_of(doc.obj), []).append(_MANAGED_BY_HELM.sub(rf"\g<1>{MANAGED_BY}", doc.text))
     files = {}
     for component, texts in grouped.items():
         header = HEADER.format(release=RELEASE, namespace=NAMESPACE, component=component)
@@ -184,6 +199,97 @@ def with_table(document: str, table: str) -> str:
     return f"{head}{TABLE_START}\n{table}\n{TABLE_END}{tail}"
 
 
+# ---------------------------------------------------------------------------------------------- schema descriptions
+
+
+def schema_node(schema: dict[str, Any], path: str, *, create: bool = False) -> dict[str, Any] | None:
+    """The schema node describing the values key at dotted `path`, where its description belongs.
+
+    Inline `properties` are followed first. Below a `$ref` the key lives in a shared definition: with `create`,
+    an annotation-only node is made at the place of use (siblings of `$ref` add no constraint); without, the
+    definition is followed, so a description the definition carries for every user is what gets found."""
+    node = schema
+    for part in path.split("."):
+        props = node.get("properties", {})
+        if part in props:
+            node = props[part]
+        elif create and ("$ref" in node or node.get("additionalProperties", True) is not False):
+            # a $ref, or a free-form object (a dependency chart's values): annotate, never constrain
+            node = node.setdefault("properties", {}).setdefault(part, {})
+        elif "$ref" in node:
+            target = schema["definitions"][node["$ref"].rsplit("/", 1)[1]]
+            node = target.get("properties", {}).get(part)
+            if node is None:
+                return None
+        else:
+            return None
+    return node
+
+
+def schema_with_descriptions(schema_text: str, values_text: str) -> str:
+    """values.schema.json with each documented key's `description` set to its values.yaml `# --` comment."""
+    schema = json.loads(schema_text)
+    for path, description in value_docs(values_text).items():
+        node = schema_node(schema, path, create=True)
+        if node is None:
+            raise SystemExit(f"values.yaml documents {path}, which values.schema.json does not allow")
+        node["description"] = description
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+# --------------------------------------------------------------------------------------------- render record
+
+
+def _validator() -> Any:
+    """(obj, version) -> None or raise: kubernetes-validate for built-in kinds, tests/deploy/crd_schemas.py for
+    the custom resources (ServiceMonitor, RayService) it knows nothing about."""
+    import importlib.util
+
+    import kubernetes_validate
+
+    spec = importlib.util.spec_from_file_location("crd_schemas", ROOT / "tests" / "deploy" / "crd_schemas.py")
+    assert spec is not None and spec.loader is not None
+    crd = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(crd)
+
+    def validate(obj: dict[str, Any], version: str) -> None:
+        if obj["kind"] in crd.CRD_KINDS:
+            crd.validate_custom(obj, version)
+        else:
+            kubernetes_validate.validate(obj, version, strict=True)
+
+    return validate
+
+
+def render_record() -> dict[str, Any]:
+    """Per CI values file: objects rendered (total and by kind) and the strict validation result per version."""
+    validate = _validator()
+    files = {"defaults (values.yaml)": {}} | {
+        p.name: yaml.safe_load(p.read_text()) or {} for p in sorted(CI_VALUES.glob("*-values.yaml"))
+    }
+    record: dict[str, Any] = {"chart": str(CHART.relative_to(ROOT)), "valuesFiles": {}}
+    for name, values in files.items():
+        objs = [doc.obj for doc in render(values)]
+        kinds: dict[str, int] = {}
+        for obj in objs:
+            kinds[obj["kind"]] = kinds.get(obj["kind"], 0) + 1
+        validation = {}
+        for version in KUBERNETES_VERSIONS:
+            errors = []
+            for obj in objs:
+                try:
+                    validate(obj, version)
+                except Exception as exc:  # every failure is part of the record, not a crash
+                    errors.append(f"{obj['kind']}/{obj['metadata']['name']}: {getattr(exc, 'message', exc)}")
+            validation[version] = {"valid": not errors, "errors": errors}
+        record["valuesFiles"][name] = {
+            "objects": len(objs),
+            "kinds": dict(sorted(kinds.items())),
+            "validation": validation,
+        }
+    return record
+
+
 # ------------------------------------------------------------------------------------------------------- main
 
 
@@ -194,6 +300,7 @@ def expected_files() -> dict[Path, str]:
         out[DASHBOARD_COPY] = DASHBOARD_SOURCE.read_text()
     if DOCS.is_file():
         out[DOCS] = with_table(DOCS.read_text(), values_table())
+    out[SCHEMA] = schema_with_descriptions(SCHEMA.read_text(), (CHART / "values.yaml").read_text())
     return out
 
 
@@ -225,7 +332,21 @@ def drift() -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail (exit 1) when a derived file drifted")
+    parser.add_argument(
+        "--record", type=Path, metavar="JSON", help="save object counts and validation per CI values file"
+    )
     args = parser.parse_args(argv)
+    if args.record:
+        record = render_record()
+        args.record.parent.mkdir(parents=True, exist_ok=True)
+        args.record.write_text(json.dumps(record, indent=2) + "\n")
+        for name, entry in record["valuesFiles"].items():
+            valid = all(v["valid"] for v in entry["validation"].values())
+            print(f"{name}: {entry['objects']} objects, {'valid' if valid else 'INVALID'}")
+        print(f"wrote {args.record}")
+        return (
+            0 if all(v["valid"] for e in record["valuesFiles"].values() for v in e["validation"].values()) else 1
+        )
     if args.check:
         problems = drift()
         for problem in problems:
@@ -236,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 1
-        print("k8s/, the dashboard copy and the values table match the chart")
+        print("k8s/, the dashboard copy, the values table and the schema descriptions match the chart")
         return 0
     K8S.mkdir(exist_ok=True)
     # the chart's dashboard copy first: the rendered dashboard ConfigMap reads it

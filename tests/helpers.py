@@ -120,3 +120,26 @@ class HashingEncoder:
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return out / norms
+
+
+def sample_with_sage(engine: Any, directory: Path) -> tuple[Any, Any, dict[str, Any]]:
+    """The SAGE graph of an ingested sample saved in `directory` (beside, not inside, a shared index), the stores
+    that point there, and the engine's strategy table with `sage` over them: (graph, stores, strategies)."""
+    import dataclasses
+
+    from skbqa.sage.graph_build import build_sage_graph
+    from skbqa.sage.strategy import SageStrategy
+
+    stores = engine.stores
+    graph = build_sage_graph(
+        stores.nodes,
+        stores.graph,
+        stores.vectors["name"],
+        stores.vectors["document"],
+        index_identity={"created_unix": stores.manifest["created_unix"]},
+    )
+    graph.save(directory)
+    own = dataclasses.replace(stores, directory=directory)
+    strategies: dict[str, Any] = dict(engine.strategies)
+    strategies["sage"] = SageStrategy(own, strategies)
+    return graph, own, strategies

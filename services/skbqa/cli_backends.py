@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,14 +17,23 @@ def add_backend_parsers(sub: Any) -> None:
     p.add_argument(
         "--index-type", default="AUTO", help="AUTO (FLAT below 200k rows, else HNSW), FLAT, HNSW, IVF_FLAT"
     )
-    p.add_argument("--token", default="", help="Milvus token (user:password)")
+    # defaults from the environment, so a Job takes credentials from a Secret without putting them on its command line
+    p.add_argument(
+        "--token",
+        default=os.environ.get("SKBQA_MILVUS_TOKEN", ""),
+        help="Milvus token (user:password); default SKBQA_MILVUS_TOKEN",
+    )
 
     p = sub.add_parser("load-nebula", help="create the NebulaGraph schema and bulk-load an index's graph")
     p.add_argument("--index", type=Path, required=True)
     p.add_argument("--addr", required=True, help="graphd host:port[,host:port]")
     p.add_argument("--space", required=True)
-    p.add_argument("--user", default="root")
-    p.add_argument("--password", default="nebula")
+    p.add_argument("--user", default=os.environ.get("SKBQA_NEBULA_USER", "root"), help="default SKBQA_NEBULA_USER")
+    p.add_argument(
+        "--password",
+        default=os.environ.get("SKBQA_NEBULA_PASSWORD", "nebula"),
+        help="default SKBQA_NEBULA_PASSWORD",
+    )
 
 
 def run_load_milvus(args: argparse.Namespace) -> int:

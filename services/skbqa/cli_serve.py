@@ -11,6 +11,7 @@ from typing import Any
 
 from skbqa.common.errors import InvalidInputError
 from skbqa.distributed.settings import SERVE_ROLES, ServiceSettings, env
+from skbqa.server.limits import ClientLimits
 
 
 def add_serve_parser(sub: Any) -> None:
@@ -46,6 +47,30 @@ def add_serve_parser(sub: Any) -> None:
     )
     p.add_argument("--request-timeout", type=float, default=None, help="seconds (SKBQA_REQUEST_TIMEOUT_S, 30)")
     p.add_argument("--max-inflight", type=int, default=None, help="calls at once (SKBQA_MAX_INFLIGHT, 64)")
+    p.add_argument(
+        "--client-rate",
+        type=float,
+        default=None,
+        help="requests/s per client: token, mTLS subject or address (SKBQA_CLIENT_RATE, 0 = off)",
+    )
+    p.add_argument(
+        "--client-burst",
+        type=int,
+        default=None,
+        help="requests above the rate (SKBQA_CLIENT_BURST, 0 = 1 s worth)",
+    )
+    p.add_argument(
+        "--lag-interval",
+        type=float,
+        default=None,
+        help="stage workers: seconds between Kafka lag reads for skbqa_kafka_lag (SKBQA_LAG_INTERVAL_S, 0 = off)",
+    )
+    p.add_argument(
+        "--client-max-inflight",
+        type=int,
+        default=None,
+        help="calls at once per client (SKBQA_CLIENT_MAX_INFLIGHT, 0 = off)",
+    )
 
 
 def _path(value: Path | None, name: str) -> Path | None:
@@ -65,6 +90,9 @@ def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
         health = args.health_port if args.health_port is not None else env("HEALTH_PORT")
         timeout = args.request_timeout or float(env("REQUEST_TIMEOUT_S", "30") or 30)
         inflight = args.max_inflight or int(env("MAX_INFLIGHT", "64") or 64)
+        lag_interval = (
+            args.lag_interval if args.lag_interval is not None else float(env("LAG_INTERVAL_S", "5") or 5)
+        )
     except ValueError as exc:
         raise InvalidInputError(f"bad numeric setting: {exc}") from None
     return ServiceSettings(
@@ -86,15 +114,35 @@ def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
         health_port=int(health) if health is not None else None,
         request_timeout_s=timeout,
         max_inflight=inflight,
+        lag_interval_s=lag_interval,
     )
+
+
+def limits_from_args(args: argparse.Namespace) -> ClientLimits:
+    """Per-client request limits (off unless a flag or variable sets them)."""
+
+    def pick(value: float | None, name: str) -> str:
+        return str(value) if value is not None else env(name, "0") or "0"
+
+    try:
+        limits = ClientLimits(
+            rate_per_s=float(pick(args.client_rate, "CLIENT_RATE")),
+            burst=int(pick(args.client_burst, "CLIENT_BURST")),
+            max_inflight=int(pick(args.client_max_inflight, "CLIENT_MAX_INFLIGHT")),
+        )
+    except ValueError as exc:
+        raise InvalidInputError(f"bad client limit: {exc}") from None
+    limits.validate()
+    return limits
 
 
 def run_serve(args: argparse.Namespace) -> int:
     from skbqa.server.run import serve
 
     settings = settings_from_args(args)
+    limits = limits_from_args(args)
     if settings.role not in (None, "gateway", "all") and settings.bus_url.startswith("memory"):
         raise InvalidInputError(
             f"--role {settings.role} needs a shared bus (--bus kafka://host:port); memory:// is one process only"
         )
-    return serve(settings)
+    return serve(settings, limits)

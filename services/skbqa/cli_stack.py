@@ -21,7 +21,9 @@ def add_stack_parser(sub: Any) -> None:
     p.add_argument("--no-triton", action="store_true", help="services load the local encoder instead")
     p.add_argument("--no-ray", action="store_true", help="rerank in the reranker service's process")
     p.add_argument("--prometheus", action="store_true", help="also run Prometheus scraping every service")
-    p.add_argument("--durable", action="store_true", help="broker storage on s3rver (survives restarts)")
+    p.add_argument(
+        "--durable", action="store_true", help="broker storage on s3, served by moto (survives a broker crash)"
+    )
 
 
 def _replicas(pairs: list[str]) -> dict[str, int]:

@@ -7,7 +7,9 @@ Helm runs as a library (helm-python-sdk embeds Helm v4); no helm binary and no c
 
 from __future__ import annotations
 
+import copy
 import importlib.util
+import inspect
 import json
 import re
 import shutil
@@ -113,7 +115,13 @@ def arg_after(args: list[str], flag: str) -> str | None:
 def test_ci_values_files_cover_the_required_scenarios() -> None:
     names = {p.name for p in CI_FILES}
     assert len(names) >= 3
-    assert {"defaults-values.yaml", "external-tls-auth-values.yaml", "kuberay-gpu-loadgen-values.yaml"} <= names
+    assert {
+        "defaults-values.yaml",
+        "external-tls-auth-values.yaml",
+        "kuberay-gpu-loadgen-values.yaml",
+        "bundled-backends-values.yaml",
+        "bounded-loadgen-load-only-values.yaml",
+    } <= names
 
 
 @pytest.mark.parametrize("ci_file", CI_FILES, ids=lambda p: p.name)
@@ -225,6 +233,31 @@ def test_schema_rejects_secrets_typos_and_insecure_settings() -> None:
         {"containerSecurityContext": {"capabilities": {"drop": ["NET_RAW"]}}},
         {"serviceDefaults": {"resources": {"requests": {"cpu": "lots", "memory": "1Gi"}}}},
         {"externalKafka": {"bootstrap": "kafka://broker:9092"}},
+        # backend credentials come from Secrets only: never in a URL, never as a value
+        {"externalMilvus": {"url": "milvus://root:Milvus@milvus.vectors.svc:19530"}},
+        {"externalNebula": {"url": "nebula://root:nebula@graphd.graph.svc:9669/biomed"}},
+        {"externalKafka": {"bootstrap": "user:secret@kafka.data.svc:9092"}},
+        {"externalTriton": {"url": "triton://user:secret@triton:8001/skbqa_encoder"}},
+        {"llm": {"baseUrl": "https://user:secret@llm.example.com/v1"}},
+        {"credentials": {"nebula": {"password": "nebula"}}},
+        {"credentials": {"milvus": {"token": "root:Milvus"}}},
+        {"credentials": {"kafka": {"existingSecret": "kafka", "securityProtocol": "PLAINTEXT"}}},
+        # a bounded load run is headless; the Locust UI would wait for a click
+        {"loadgen": {"enabled": True, "runTime": "10m", "mode": "web"}},
+        {"loadgen": {"runTime": "ten minutes"}},
+        # stage TLS material comes from an existing Secret only, and the stages need a plaintext health port
+        {"internalTls": {"enabled": True}},
+        {"internalTls": {"enabled": True, "existingSecret": "stage-tls", "cert": "-----BEGIN CERTIFICATE-----"}},
+        {"internalTls": {"enabled": True, "existingSecret": "stage-tls", "healthPort": 0}},
+        {"internalTls": {"auth": {"enabled": True}}},
+        # limits: an in-flight bound of 0 would refuse every call; negative limits mean nothing
+        {"serviceDefaults": {"maxInflight": 0}},
+        {"services": {"ranking": {"maxInflight": 0}}},
+        {"serviceDefaults": {"lagIntervalSeconds": -1}},
+        {"gateway": {"clientLimits": {"rate": -1}}},
+        {"gateway": {"clientLimits": {"burst": 1.5}}},
+        {"gateway": {"clientLimits": {"maxInflight": -1}}},
+        {"gateway": {"clientLimits": {"perClient": 3}}},
     ]
     with helm.Chart.load(str(CHART)) as chart:
         for bad in bad_values:
@@ -276,8 +309,12 @@ def test_explicit_false_and_counts_override_the_service_defaults(
 def test_probes_and_ports_are_consistent(rendered: dict[str, list[dict[str, Any]]], ci_file: Path) -> None:
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     grpc_port, metrics_port = values["ports"]["grpc"], values["ports"]["metrics"]
-    tls = values_of(ci_file).get("gateway", {}).get("tls", {})
+    gateway_tls = values_of(ci_file).get("gateway", {}).get("tls", {})
+    internal_tls = values_of(ci_file).get("internalTls", {})
     for name in SERVICES:
+        tls = gateway_tls if name == "gateway" else internal_tls
+        # internalTls has a health port by default; the gateway's is opt-in
+        health_port = tls.get("healthPort", 0 if name == "gateway" else values["internalTls"]["healthPort"])
         deployment = one(rendered, ci_file.name, "Deployment", f"skbqa-{name}")
         service = one(rendered, ci_file.name, "Service", f"skbqa-{name}")
         container = deployment["spec"]["template"]["spec"]["containers"][0]
@@ -292,11 +329,11 @@ def test_probes_and_ports_are_consistent(rendered: dict[str, list[dict[str, Any]
         assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
         for probe_name in ("startupProbe", "readinessProbe", "livenessProbe"):
             probe = container[probe_name]
-            if name == "gateway" and tls.get("enabled"):
-                if tls.get("healthPort"):
-                    assert probe["grpc"]["port"] == tls["healthPort"] == ports["health"]
+            if tls.get("enabled"):
+                if health_port:
+                    assert probe["grpc"]["port"] == health_port == ports["health"], f"{name} {probe_name}"
                     env = {e["name"]: e.get("value") for e in container["env"]}
-                    assert env["SKBQA_HEALTH_PORT"] == str(tls["healthPort"])
+                    assert env["SKBQA_HEALTH_PORT"] == str(health_port)
                 else:
                     assert probe["tcpSocket"]["port"] == "grpc"
             else:
@@ -354,14 +391,19 @@ def test_pods_are_locked_down(rendered: dict[str, list[dict[str, Any]]], ci_file
     assert count > 0
 
 
-def test_index_is_mounted_read_only_except_in_the_ingest_job(rendered: dict[str, list[dict[str, Any]]]) -> None:
-    for obj in rendered["defaults-values.yaml"]:
+@pytest.mark.parametrize("ci_file", CI_FILES, ids=lambda p: p.name)
+def test_index_is_mounted_read_only_except_in_the_ingest_job(
+    rendered: dict[str, list[dict[str, Any]]], ci_file: Path
+) -> None:
+    for obj in rendered[ci_file.name]:
         for where, spec, _ in pod_specs(obj):
             for container in all_containers(spec):
                 for mount in container.get("volumeMounts", []):
                     if mount["name"] == "index":
-                        writable = obj["kind"] == "Job"
+                        writable = obj["kind"] == "Job" and container["name"] == "ingest"
                         assert mount.get("readOnly", False) is (not writable), f"{where}/{container['name']}"
+    if ci_file.name != "defaults-values.yaml":
+        return
     job = objects(rendered, "defaults-values.yaml", "Job")[0]
     args = job["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[0] == "ingest" and arg_after(args, "--index") == "/index/current"
@@ -539,6 +581,9 @@ def test_external_backends_tls_auth_and_llm_secret(rendered: dict[str, list[dict
 
 
 def test_kafka_lag_autoscaling_targets_each_stage_input_topic(rendered: dict[str, list[dict[str, Any]]]) -> None:
+    """Every replica exports the whole group's lag, so the metric is External (one group-wide value, `max by (topic,
+    group)` in prometheus-adapter) with an AverageValue target: desired replicas = lag / target. A Pods metric
+    would average n identical values per pod and scale on n × lag."""
     ci = "external-tls-auth-values.yaml"
     for name in SERVICES:
         hpas = [
@@ -549,13 +594,171 @@ def test_kafka_lag_autoscaling_targets_each_stage_input_topic(rendered: dict[str
             continue
         metrics = hpas[0]["spec"]["metrics"]
         assert metrics[0]["resource"]["name"] == "cpu"
-        lag = [m for m in metrics if m["type"] == "Pods"]
+        assert [m["type"] for m in metrics if m["type"] != "Resource"] == (
+            [] if name == "gateway" else ["External"]
+        )
         if name == "gateway":
-            assert lag == []
+            continue
+        [lag] = [m["external"] for m in metrics if m["type"] == "External"]
+        assert lag["metric"]["name"] == "skbqa_kafka_lag"
+        # exactly one series: the stage's input topic and its consumer group (the exporter's labels)
+        assert lag["metric"]["selector"] == {"matchLabels": {"topic": INPUT_TOPIC[name], "group": f"skbqa-{name}"}}
+        assert lag["target"] == {"type": "AverageValue", "averageValue": "25"}
+    # the stages export the lag the HPA reads (SKBQA_LAG_INTERVAL_S > 0)
+    for name in INPUT_TOPIC:
+        env = {e["name"]: e.get("value") for e in main_container(rendered, ci, f"skbqa-{name}")["env"]}
+        assert float(env["SKBQA_LAG_INTERVAL_S"]) > 0, name
+    # the group label is the group the stage workers join (StageWorker's default)
+    worker = pytest.importorskip("skbqa.distributed.worker")
+    assert 'f"skbqa-{core.role}"' in inspect.getsource(worker.StageWorker.__init__)
+    # off by default: CPU only
+    for hpa in objects(rendered, "defaults-values.yaml", "HorizontalPodAutoscaler"):
+        assert [m["type"] for m in hpa["spec"]["metrics"]] == ["Resource"], hpa["metadata"]["name"]
+
+
+def test_kafka_lag_autoscaling_refuses_a_switched_off_lag_export() -> None:
+    values = {"serviceDefaults": {"autoscaling": {"kafkaLag": {"enabled": True}}, "lagIntervalSeconds": 0}}
+    with pytest.raises(helm.HelmError, match="lagIntervalSeconds"):
+        render_k8s.render(values)
+    # without lag autoscaling the export may be off
+    docs = render_k8s.render({"serviceDefaults": {"lagIntervalSeconds": 0}})
+    parser = next(
+        d.obj for d in docs if d.obj["kind"] == "Deployment" and d.obj["metadata"]["name"] == "skbqa-parser"
+    )
+    env = {e["name"]: e.get("value") for e in parser["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["SKBQA_LAG_INTERVAL_S"] == "0"
+
+
+def _plain_env(container: dict[str, Any]) -> dict[str, str | None]:
+    return {e["name"]: e.get("value") for e in container["env"]}
+
+
+def test_inflight_client_limits_and_lag_interval_env(rendered: dict[str, list[dict[str, Any]]]) -> None:
+    """`skbqa serve` reads these variables (services/skbqa/cli_serve.py); the values reach each container."""
+    defaults = yaml.safe_load((CHART / "values.yaml").read_text())
+    for name in SERVICES:
+        env = _plain_env(main_container(rendered, "defaults-values.yaml", f"skbqa-{name}"))
+        assert env["SKBQA_MAX_INFLIGHT"] == str(defaults["serviceDefaults"]["maxInflight"]) == "64"
+        if name == "gateway":
+            assert (env["SKBQA_CLIENT_RATE"], env["SKBQA_CLIENT_BURST"], env["SKBQA_CLIENT_MAX_INFLIGHT"]) == (
+                "0",
+                "0",
+                "0",
+            )
+            assert "SKBQA_LAG_INTERVAL_S" not in env  # the gateway runs no stage worker
         else:
-            assert lag[0]["pods"]["metric"]["name"] == "skbqa_kafka_lag"
-            assert lag[0]["pods"]["metric"]["selector"]["matchLabels"]["topic"] == INPUT_TOPIC[name]
-            assert lag[0]["pods"]["target"] == {"type": "AverageValue", "averageValue": "25"}
+            assert env["SKBQA_LAG_INTERVAL_S"] == "5"
+            assert not any(n.startswith("SKBQA_CLIENT_") for n in env), name  # per-client limits: gateway only
+    ci = "external-tls-auth-values.yaml"
+    values = values_of(CHART / "ci" / ci)
+    gateway = _plain_env(main_container(rendered, ci, "skbqa-gateway"))
+    limits = values["gateway"]["clientLimits"]
+    assert float(gateway["SKBQA_CLIENT_RATE"] or "") == limits["rate"] == 2.5
+    assert int(gateway["SKBQA_CLIENT_BURST"] or "") == limits["burst"]
+    assert int(gateway["SKBQA_CLIENT_MAX_INFLIGHT"] or "") == limits["maxInflight"]
+    # services.gateway.maxInflight overrides serviceDefaults.maxInflight, which the stages keep
+    assert gateway["SKBQA_MAX_INFLIGHT"] == str(values["services"]["gateway"]["maxInflight"])
+    for name in INPUT_TOPIC:
+        env = _plain_env(main_container(rendered, ci, f"skbqa-{name}"))
+        assert env["SKBQA_MAX_INFLIGHT"] == str(values["serviceDefaults"]["maxInflight"]), name
+        assert env["SKBQA_LAG_INTERVAL_S"] == str(values["serviceDefaults"]["lagIntervalSeconds"]), name
+    # and skbqa's own parsing accepts what is rendered
+    cli_serve = pytest.importorskip("skbqa.cli_serve")
+    args = _skbqa_args(["serve", "--role", "gateway", "--index", "/index/current"])
+    with pytest.MonkeyPatch.context() as patch:
+        for var, value in gateway.items():
+            if var.startswith("SKBQA_") and value is not None:
+                patch.setenv(var, value)
+        parsed = cli_serve.limits_from_args(args)
+        settings = cli_serve.settings_from_args(args)
+    assert (parsed.rate_per_s, parsed.burst, parsed.max_inflight) == (2.5, 10, 4)
+    assert settings.max_inflight == 128 and settings.health_port == 50052
+
+
+def test_internal_tls_on_the_stage_services(rendered: dict[str, list[dict[str, Any]]]) -> None:
+    """internalTls: the stages serve mutual TLS (and tokens) from Secrets mounted read-only; probes move to the
+    plaintext health port; the gateway keeps its own TLS Secret."""
+    ci = "external-tls-auth-values.yaml"
+    values = values_of(CHART / "ci" / ci)
+    internal = values["internalTls"]
+    health_port = internal["healthPort"]
+    assert health_port != values["gateway"]["tls"]["healthPort"]  # the file tells the two apart
+    for name in INPUT_TOPIC:
+        spec = one(rendered, ci, "Deployment", f"skbqa-{name}")["spec"]["template"]["spec"]
+        container = spec["containers"][0]
+        env = _plain_env(container)
+        mounts = {m["name"]: m for m in container["volumeMounts"]}
+        volumes = {v["name"]: v for v in spec["volumes"]}
+        assert volumes["tls"]["secret"]["secretName"] == internal["existingSecret"], name
+        assert volumes["auth"]["secret"]["secretName"] == internal["auth"]["existingSecret"], name
+        for volume in ("tls", "auth"):
+            assert mounts[volume]["readOnly"] is True, f"{name}: {volume}"
+            assert "items" not in volumes[volume]["secret"]  # the whole Secret; keys chosen by the env vars
+        tls_dir, auth_dir = mounts["tls"]["mountPath"], mounts["auth"]["mountPath"]
+        assert env["SKBQA_TLS_CERT_FILE"] == f"{tls_dir}/tls.crt", name
+        assert env["SKBQA_TLS_KEY_FILE"] == f"{tls_dir}/tls.key", name
+        assert env["SKBQA_TLS_CLIENT_CA_FILE"] == f"{tls_dir}/ca.crt", name
+        assert env["SKBQA_AUTH_TOKENS_FILE"] == f"{auth_dir}/{internal['auth']['tokensKey']}", name
+        assert env["SKBQA_HEALTH_PORT"] == str(health_port), name
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        assert ports["health"] == health_port, name
+        for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+            assert container[probe]["grpc"]["port"] == health_port, f"{name} {probe}"
+        service = one(rendered, ci, "Service", f"skbqa-{name}")
+        grpc = next(p for p in service["spec"]["ports"] if p["name"] == "grpc")
+        assert grpc["appProtocol"] == "grpc"  # TLS, not h2c
+        # the stage process accepts exactly these variables (TLS needs both files; mutual TLS the CA too)
+        cli_serve = pytest.importorskip("skbqa.cli_serve")
+        with pytest.MonkeyPatch.context() as patch:
+            for var, value in env.items():
+                if var.startswith("SKBQA_") and value is not None:
+                    patch.setenv(var, value)
+            settings = cli_serve.settings_from_args(
+                _skbqa_args(["serve", "--role", name, "--index", "/index/current"])
+            )
+        settings.validate()
+        assert (str(settings.tls_cert_file), str(settings.tls_client_ca_file)) == (
+            f"{tls_dir}/tls.crt",
+            f"{tls_dir}/ca.crt",
+        )
+        assert settings.health_port == health_port and settings.role == name
+    gateway = one(rendered, ci, "Deployment", "skbqa-gateway")["spec"]["template"]["spec"]
+    gateway_volumes = {v["name"]: v["secret"]["secretName"] for v in gateway["volumes"] if "secret" in v}
+    assert gateway_volumes == {"tls": "skbqa-gateway-tls", "auth": "skbqa-gateway-tokens"}
+    assert _plain_env(gateway["containers"][0])["SKBQA_HEALTH_PORT"] == "50052"
+    # off by default: plaintext stages with native gRPC probes on the gRPC port, no Secret mounted
+    for name in INPUT_TOPIC:
+        container = main_container(rendered, "defaults-values.yaml", f"skbqa-{name}")
+        assert not any(n.startswith(("SKBQA_TLS_", "SKBQA_AUTH_", "SKBQA_HEALTH_")) for n in _plain_env(container))
+        assert {m["name"] for m in container["volumeMounts"]} == {"index", "tmp"}
+        assert container["readinessProbe"]["grpc"]["port"] == 50051
+
+
+def test_internal_tls_server_only_leaves_the_gateway_alone() -> None:
+    values = {"internalTls": {"enabled": True, "existingSecret": "stage-tls", "clientCAKey": ""}}
+    docs = [d.obj for d in render_k8s.render(values)]
+    for obj in docs:
+        if obj["kind"] not in CRD_KINDS:
+            kubernetes_validate.validate(obj, KUBERNETES_VERSIONS[-1], strict=True)
+    deployments = {o["metadata"]["name"]: o["spec"]["template"]["spec"] for o in docs if o["kind"] == "Deployment"}
+    for name in INPUT_TOPIC:
+        container = deployments[f"skbqa-{name}"]["containers"][0]
+        env = _plain_env(container)
+        assert env["SKBQA_TLS_CERT_FILE"] == "/etc/skbqa/tls/tls.crt"
+        assert "SKBQA_TLS_CLIENT_CA_FILE" not in env and "SKBQA_AUTH_TOKENS_FILE" not in env
+        assert env["SKBQA_HEALTH_PORT"] == "50052"  # the default health port
+        assert container["livenessProbe"]["grpc"]["port"] == 50052
+        assert {v["name"] for v in deployments[f"skbqa-{name}"]["volumes"]} == {"index", "tmp", "tls"}
+    gateway = deployments["skbqa-gateway"]["containers"][0]
+    assert not any(n.startswith(("SKBQA_TLS_", "SKBQA_HEALTH_")) for n in _plain_env(gateway))
+    assert gateway["readinessProbe"]["grpc"]["port"] == 50051
+
+
+def test_internal_tls_refuses_a_health_port_on_a_served_port() -> None:
+    for port in (50051, 9100):
+        values = {"internalTls": {"enabled": True, "existingSecret": "stage-tls", "healthPort": port}}
+        with pytest.raises(helm.HelmError, match=r"internalTls\.healthPort"):
+            render_k8s.render(values)
 
 
 def test_bundled_backends_are_addressed_by_their_release_names(rendered: dict[str, list[dict[str, Any]]]) -> None:
@@ -653,20 +856,87 @@ def test_every_value_is_documented() -> None:
     assert undocumented == []
     for path in docs:
         render_k8s.lookup(values, path)  # a comment never documents a key that does not exist
-    # the schema is closed and describes what values.yaml documents
+    # the schema is closed and describes what values.yaml documents, key by key
     schema = json.loads((CHART / "values.schema.json").read_text())
     assert schema["additionalProperties"] is False
-    for path in docs:
-        node = schema
-        for part in path.split("."):
-            if "$ref" in node:
-                node = schema["definitions"][node["$ref"].rsplit("/", 1)[1]]
-            props = node.get("properties", {})
-            if part not in props:
-                break
-            node = props[part]
-        else:
-            assert node.get("description"), f"values.schema.json: {path} has no description"
+    assert schema_description_problems(schema, docs) == []
+
+
+def _described_nodes(node: Any, key: str, parent: str) -> Iterator[tuple[str, str, str]]:
+    """(parent key, key, description) of every node of a schema that carries a description."""
+    if not isinstance(node, dict):
+        return
+    if isinstance(node.get("description"), str):
+        yield parent, key, node["description"]
+    for name, child in (node.get("properties") or {}).items():
+        yield from _described_nodes(child, name, key)
+    for name, child in (node.get("definitions") or {}).items():
+        yield from _described_nodes(child, name, "definitions")
+    for part in ("items", "additionalProperties", "if", "then", "else"):
+        yield from _described_nodes(node.get(part), part if part != "items" else key, key)
+    for part in ("allOf", "anyOf", "oneOf"):
+        for child in node.get(part) or []:
+            yield from _described_nodes(child, key, parent)
+
+
+def schema_description_problems(schema: dict[str, Any], docs: dict[str, str]) -> list[str]:
+    """Why values.schema.json's descriptions do not match values.yaml (empty when they do).
+
+    1. Every key values.yaml documents has, in the schema, exactly its `# --` comment as description; a key under
+       a shared definition counts with the definition's description unless its place of use carries its own.
+    2. One description text belongs to one kind of key: it may repeat only on keys with the same (parent, key)
+       names (`autoscaling.minReplicas` of services and of Triton), never spread over unrelated keys, which is
+       what a shared definition or a copy-paste does (`ports.metrics` described as the gRPC port)."""
+    problems = []
+    for path, text in docs.items():
+        node = render_k8s.schema_node(schema, path)
+        if node is None:
+            problems.append(f"{path}: documented in values.yaml, absent from values.schema.json")
+        elif node.get("description") != text:
+            problems.append(f"{path}: schema says {node.get('description')!r}, values.yaml says {text!r}")
+    owners: dict[str, set[tuple[str, str]]] = {}
+    for parent, key, text in _described_nodes(schema, "", ""):
+        owners.setdefault(text, set()).add((parent, key))
+    for text, keys in owners.items():
+        if len(keys) > 1:
+            problems.append(f"{text!r} describes unrelated keys: {sorted(keys)}")
+    return problems
+
+
+def test_the_description_check_catches_shared_and_copied_descriptions() -> None:
+    """The check above must fail on the defects it exists for (the schema before its descriptions were derived)."""
+    docs = render_k8s.value_docs((CHART / "values.yaml").read_text())
+    good = json.loads((CHART / "values.schema.json").read_text())
+    assert schema_description_problems(good, docs) == []
+    # a shared definition's text reaching another key through $ref
+    shared = copy.deepcopy(good)
+    shared["definitions"]["port"] = {"type": "integer", "description": docs["ports.grpc"]}
+    shared["properties"]["ports"]["properties"]["metrics"] = {"$ref": "#/definitions/port"}
+    assert any(p.startswith("ports.metrics:") for p in schema_description_problems(shared, docs))
+    # one generic text on every boolean switch
+    generic = copy.deepcopy(good)
+    for path in ("serviceAccount.create", "llm.enabled", "kafka.enabled"):
+        render_k8s.schema_node(generic, path)["description"] = "Run this service."
+    problems = schema_description_problems(generic, docs)
+    assert any("serviceAccount.create" in p for p in problems)
+    assert any("'Run this service.' describes unrelated keys" in p for p in problems)
+    # a copy-paste inside a definition that values.yaml does not document key by key
+    pasted = copy.deepcopy(good)
+    pasted["definitions"]["peers"]["items"]["properties"]["podSelector"]["description"] = docs["triton.affinity"]
+    assert any("describes unrelated keys" in p for p in schema_description_problems(pasted, docs))
+    # and the schema as it was before this check existed
+    old = _git_show("helm/skbqa/values.schema.json", "HEAD")
+    if old is not None and "definitions" in old and '"port"' in old:
+        assert len(schema_description_problems(json.loads(old), docs)) >= 40
+
+
+def _git_show(path: str, rev: str) -> str | None:
+    import subprocess
+
+    done = subprocess.run(
+        ["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True, text=True, check=False, timeout=30
+    )
+    return done.stdout if done.returncode == 0 else None
 
 
 def test_k8s_manifests_and_derived_files_match_the_chart() -> None:
@@ -716,3 +986,260 @@ def test_kubernetes_validate_cli_accepts_the_rendered_manifests() -> None:
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert "ERROR" not in completed.stdout and "WARN" not in completed.stdout, completed.stdout
     assert completed.stdout.count("INFO") == len(render_k8s.render())
+
+
+# ------------------------------------------------------------------------------- backend loading and credentials
+
+
+def _containers_by_name(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["name"]: c for c in all_containers(spec)}
+
+
+def _skbqa_args(args: list[str]) -> Any:
+    """The rendered args parsed by skbqa's own CLI: a flag the CLI does not have fails here, not in the cluster."""
+    cli = pytest.importorskip("skbqa.cli")
+    return cli._parser().parse_args(args)
+
+
+def test_ingest_job_loads_bundled_milvus_and_nebula_after_ingesting(
+    rendered: dict[str, list[dict[str, Any]]],
+) -> None:
+    ci = "bundled-backends-values.yaml"
+    [job] = objects(rendered, ci, "Job")
+    spec = job["spec"]["template"]["spec"]
+    # ingest first (an init container), then the loaders over the index it has just written
+    assert [c["name"] for c in spec["initContainers"]] == ["ingest"]
+    assert spec["initContainers"][0]["args"][0] == "ingest"
+    loaders = {c["name"]: c for c in spec["containers"]}
+    assert set(loaders) == {"load-milvus", "load-nebula"}
+    milvus = _skbqa_args(loaders["load-milvus"]["args"])
+    assert (str(milvus.index), milvus.uri, milvus.index_type) == (
+        "/index/current",
+        "http://skbqa-milvus:19530",
+        "AUTO",
+    )
+    # the URI the services search is the one the Job fills
+    symbols = main_container(rendered, ci, "skbqa-symbols")["args"]
+    assert arg_after(symbols, "--vectors") == "milvus://skbqa-milvus:19530"
+    nebula = _skbqa_args(loaders["load-nebula"]["args"])
+    assert (str(nebula.index), nebula.addr, nebula.space) == ("/index/current", "nebula-graphd-svc:9669", "biomed")
+    assert arg_after(main_container(rendered, ci, "skbqa-grounding")["args"], "--graph") == (
+        f"nebula://{nebula.addr}/{nebula.space}"
+    )
+    for loader in loaders.values():
+        mounts = {m["name"]: m for m in loader["volumeMounts"]}
+        assert mounts["index"]["readOnly"] is True and mounts["index"]["mountPath"] == "/index"
+    # enabling backends is a new Job (a Job's pod template is immutable)
+    defaults_job = objects(rendered, "defaults-values.yaml", "Job")[0]
+    assert job["metadata"]["name"] != defaults_job["metadata"]["name"]
+    assert "initContainers" not in defaults_job["spec"]["template"]["spec"]
+    # and the ingest pod may reach exactly those two backends
+    policy = one(rendered, ci, "NetworkPolicy", "skbqa-ingest")
+    assert _egress_ports(policy) == {19530, 9669}
+    assert _egress_ports(one(rendered, "defaults-values.yaml", "NetworkPolicy", "skbqa-ingest")) == set()
+
+
+def test_external_backends_are_loaded_with_credentials_from_secrets(
+    rendered: dict[str, list[dict[str, Any]]],
+) -> None:
+    ci = "bounded-loadgen-load-only-values.yaml"
+    values = values_of(CHART / "ci" / ci)
+    # no ingest in this release: a Job of its own waits for the existing index, then loads it
+    [job] = [j for j in objects(rendered, ci, "Job") if "load-backends" in j["metadata"]["name"]]
+    spec = job["spec"]["template"]["spec"]
+    assert [c["name"] for c in spec["initContainers"]] == ["wait-for-index"]
+    loaders = {c["name"]: c for c in spec["containers"]}
+    milvus = _skbqa_args(loaders["load-milvus"]["args"])
+    assert milvus.uri == "http://milvus.vectors.svc:19530" and milvus.index_type == "HNSW"
+    nebula = _skbqa_args(loaders["load-nebula"]["args"])
+    assert nebula.addr == "graphd-0.graph.svc:9669,graphd-1.graph.svc:9669" and nebula.space == "biomed"
+    # credentials reach the CLI through $(VAR) expansion of env vars from the Secret; no value is rendered
+    assert milvus.token == "$(SKBQA_MILVUS_TOKEN)"
+    assert (nebula.user, nebula.password) == ("$(SKBQA_NEBULA_USER)", "$(SKBQA_NEBULA_PASSWORD)")
+    env = {e["name"]: e for e in loaders["load-nebula"]["env"]}
+    assert env["SKBQA_NEBULA_USER"]["valueFrom"]["secretKeyRef"] == {"name": "skbqa-nebula", "key": "user"}
+    assert env["SKBQA_NEBULA_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": "skbqa-nebula", "key": "password"}
+    env = {e["name"]: e for e in loaders["load-milvus"]["env"]}
+    assert env["SKBQA_MILVUS_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "skbqa-milvus", "key": "token"}
+    assert "SKBQA_NEBULA_PASSWORD" not in env  # each container gets only the credentials it uses
+
+    def secret_env(name: str) -> dict[str, dict[str, Any]]:
+        container = main_container(rendered, ci, f"skbqa-{name}")
+        return {e["name"]: e["valueFrom"]["secretKeyRef"] for e in container["env"] if "valueFrom" in e}
+
+    kafka = {
+        "SKBQA_KAFKA_SASL_USERNAME": {"name": "skbqa-kafka-sasl", "key": "username"},
+        "SKBQA_KAFKA_SASL_PASSWORD": {"name": "skbqa-kafka-sasl", "key": "password"},
+    }
+    milvus_env = {"SKBQA_MILVUS_TOKEN": {"name": "skbqa-milvus", "key": "token"}}
+    nebula_env = {
+        "SKBQA_NEBULA_USER": {"name": "skbqa-nebula", "key": "user"},
+        "SKBQA_NEBULA_PASSWORD": {"name": "skbqa-nebula", "key": "password"},
+    }
+    expected = {
+        "gateway": kafka,
+        "parser": kafka,
+        "symbols": kafka | milvus_env,
+        "grounding": kafka | nebula_env,
+        "ranking": kafka | milvus_env,
+        "reranker": kafka,
+    }
+    for name, want in expected.items():
+        assert secret_env(name) == want, name
+        plain = {e["name"]: e.get("value") for e in main_container(rendered, ci, f"skbqa-{name}")["env"]}
+        assert plain["SKBQA_KAFKA_SECURITY_PROTOCOL"] == values["credentials"]["kafka"]["securityProtocol"]
+        assert plain["SKBQA_KAFKA_SASL_MECHANISM"] == "SCRAM-SHA-512"
+    # without credentials nothing of the kind is rendered
+    gateway_env = {e["name"] for e in main_container(rendered, "defaults-values.yaml", "skbqa-gateway")["env"]}
+    assert not any(n.startswith(("SKBQA_KAFKA_", "SKBQA_MILVUS_", "SKBQA_NEBULA_")) for n in gateway_env)
+    # the URLs in args carry no userinfo
+    for obj in rendered[ci]:
+        for _, pod, _ in pod_specs(obj):
+            for container in all_containers(pod):
+                assert not any(re.search(r"://[^/\s]*@", a) for a in container.get("args", [])), container["name"]
+
+
+def test_loading_can_be_switched_off() -> None:
+    values = {"milvus": {"enabled": True}, "ingest": {"load": {"enabled": False}}}
+    docs = [doc.obj for doc in render_k8s.render(values)]
+    [job] = [o for o in docs if o["kind"] == "Job"]
+    assert [c["name"] for c in job["spec"]["template"]["spec"]["containers"]] == ["ingest"]
+    policy = next(o for o in docs if o["kind"] == "NetworkPolicy" and o["metadata"]["name"] == "skbqa-ingest")
+    assert policy["spec"]["egress"] == []
+
+
+# ---------------------------------------------------------------------------------------- Ray, Triton, Locust
+
+
+@pytest.mark.parametrize("ci_file", CI_FILES, ids=lambda p: p.name)
+def test_every_pod_reading_the_index_waits_for_it(
+    rendered: dict[str, list[dict[str, Any]]], ci_file: Path
+) -> None:
+    """Services and Ray pods open the index at start: they wait for the ingest Job's manifest, in their own image."""
+    waiting = 0
+    for obj in rendered[ci_file.name]:
+        if obj["kind"] == "Job":
+            continue
+        for where, spec, _ in pod_specs(obj):
+            if not any(v.get("persistentVolumeClaim") for v in spec.get("volumes", []) if v["name"] == "index"):
+                continue
+            init = spec.get("initContainers", [])
+            assert [c["name"] for c in init][:1] == ["wait-for-index"], where
+            assert init[0]["image"] == spec["containers"][0]["image"], where  # no second image to pull
+            waiting += 1
+    if "kuberay" in ci_file.name:
+        ray = one(rendered, ci_file.name, "RayService", "skbqa-ray")
+        assert all(t["spec"]["initContainers"][0]["name"] == "wait-for-index" for t in pod_templates(ray))
+    assert waiting >= 6
+
+
+def test_ray_pods_skip_the_wait_when_told() -> None:
+    docs = [doc.obj for doc in render_k8s.render({"ray": {"enabled": True}, "index": {"waitForIndex": False}})]
+    ray = next(o for o in docs if o["kind"] == "RayService")
+    assert all("initContainers" not in t["spec"] for t in pod_templates(ray))
+
+
+def test_triton_cpu_only_by_default_and_gpu_when_asked(rendered: dict[str, list[dict[str, Any]]]) -> None:
+    cpu = main_container(rendered, "bounded-loadgen-load-only-values.yaml", "skbqa-triton")
+    assert not any("gpu" in k for k in cpu["resources"]["limits"])
+    env = {e["name"]: e.get("value") for e in cpu["env"]}
+    assert env["NVIDIA_VISIBLE_DEVICES"] == "void"  # a CPU pod must not see a GPU it was not given
+    gpu = main_container(rendered, "kuberay-gpu-loadgen-values.yaml", "skbqa-triton")
+    assert gpu["resources"]["limits"]["nvidia.com/gpu"] == 1
+    assert "NVIDIA_VISIBLE_DEVICES" not in {e["name"] for e in gpu["env"]}  # the device plugin sets it
+
+
+def test_triton_model_config_runs_on_gpu_or_cpu() -> None:
+    """KIND_GPU would stop Triton loading the model on a CPU-only pod; KIND_AUTO takes a GPU when there is one."""
+    text_format = pytest.importorskip("google.protobuf.text_format")
+    pb = pytest.importorskip("tritonclient.grpc.model_config_pb2")
+    path = ROOT / "deploy" / "triton" / "model_repository" / "skbqa_encoder" / "config.pbtxt"
+    config = text_format.Parse(path.read_text(), pb.ModelConfig())
+    assert [g.kind for g in config.instance_group] == [pb.ModelInstanceGroup.KIND_AUTO]
+    assert all(not g.gpus for g in config.instance_group)  # no device pinned: every GPU the pod sees, or CPU
+
+
+def test_bounded_load_generator_runs_as_jobs(rendered: dict[str, list[dict[str, Any]]]) -> None:
+    ci = "bounded-loadgen-load-only-values.yaml"
+    values = values_of(CHART / "ci" / ci)["loadgen"]
+    assert not [d for d in objects(rendered, ci, "Deployment") if "loadgen" in d["metadata"]["name"]]
+    jobs = {
+        j["metadata"]["labels"]["skbqa.io/locust-role"]: j
+        for j in objects(rendered, ci, "Job")
+        if "loadgen" in j["metadata"]["name"]
+    }
+    assert set(jobs) == {"master", "worker"}
+    master, worker = jobs["master"], jobs["worker"]
+    for job in (master, worker):
+        assert job["spec"]["backoffLimit"] == 0
+        assert job["spec"]["ttlSecondsAfterFinished"] == 0
+        assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never"
+    assert worker["spec"]["parallelism"] == worker["spec"]["completions"] == values["workers"]
+    container = master["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["LOCUST_RUN_TIME"] == "10m"
+    assert (env["LOCUST_USERS"], env["LOCUST_SPAWN_RATE"]) == ("50", "10")
+    assert {"--headless", "--only-summary", "--master"} <= set(container["args"])
+    assert arg_after(container["args"], "--exit-code-on-error") == "1"
+    worker_env = {e["name"] for e in worker["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert "LOCUST_RUN_TIME" not in worker_env  # the master ends the run
+    # workers still find the master through its Service
+    service = one(rendered, ci, "Service", "skbqa-loadgen")
+    assert service["spec"]["selector"]["skbqa.io/locust-role"] == "master"
+    # a different run is a different Job (pod templates of Jobs are immutable)
+    other = render_k8s.render({**values_of(CHART / "ci" / ci), "loadgen": {**values, "runTime": "20m"}})
+    names = {d.obj["metadata"]["name"] for d in other if d.obj["kind"] == "Job"}
+    assert master["metadata"]["name"] not in names
+
+
+def test_standalone_bounded_load_generator() -> None:
+    docs = [doc.obj for doc in render_k8s.render({"loadgen": {"enabled": True, "runTime": "90s", "users": 8}})]
+    [job] = [o for o in docs if o["kind"] == "Job" and "loadgen" in o["metadata"]["name"]]
+    assert not [o for o in docs if o["kind"] in ("Deployment", "Service") and "loadgen" in o["metadata"]["name"]]
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["LOCUST_RUN_TIME"] == "90s" and env["LOCUST_USERS"] == "8"
+    assert job["spec"]["ttlSecondsAfterFinished"] == 86400
+    assert "--master" not in container["args"] and "--headless" in container["args"]
+    for obj in docs:
+        if obj["kind"] not in CRD_KINDS:
+            kubernetes_validate.validate(obj, KUBERNETES_VERSIONS[-1], strict=True)
+
+
+# -------------------------------------------------------------------------------------- plain manifests, record
+
+
+def test_plain_manifests_are_not_labelled_as_helm_managed(rendered: dict[str, list[dict[str, Any]]]) -> None:
+    count = 0
+    for path in sorted((ROOT / "k8s").glob("*.yaml")):
+        if path.name == "kustomization.yaml":
+            continue
+        for obj in yaml.safe_load_all(path.read_text()):
+            if not obj:
+                continue
+            count += 1
+            assert obj["metadata"]["labels"]["app.kubernetes.io/managed-by"] == render_k8s.MANAGED_BY, path.name
+            template = (obj.get("spec") or {}).get("template") or {}
+            if template:
+                assert template["metadata"]["labels"]["app.kubernetes.io/managed-by"] == render_k8s.MANAGED_BY
+    assert count == len(rendered["defaults-values.yaml"])
+    assert "managed-by: Helm" not in "".join(p.read_text() for p in (ROOT / "k8s").glob("*.yaml"))
+    # a Helm install keeps Helm's own label
+    chart_labels = objects(rendered, "defaults-values.yaml", "Deployment")[0]["metadata"]["labels"]
+    assert chart_labels["app.kubernetes.io/managed-by"] == "Helm"
+
+
+def test_saved_render_record_matches_the_chart(rendered: dict[str, list[dict[str, Any]]]) -> None:
+    """bench/results/helm-render.json (scripts/render_k8s.py --record) is current: same files, same object counts."""
+    path = ROOT / "bench" / "results" / "helm-render.json"
+    record = json.loads(path.read_text())["valuesFiles"]
+    assert set(record) == {"defaults (values.yaml)"} | set(rendered)
+    for name, objs in rendered.items():
+        assert record[name]["objects"] == len(objs), f"{name}: run scripts/render_k8s.py --record {path}"
+        kinds: dict[str, int] = {}
+        for obj in objs:
+            kinds[obj["kind"]] = kinds.get(obj["kind"], 0) + 1
+        assert record[name]["kinds"] == kinds, name
+        assert all(v["valid"] and not v["errors"] for v in record[name]["validation"].values()), name
+        assert set(record[name]["validation"]) == set(KUBERNETES_VERSIONS)
+    assert record["defaults (values.yaml)"]["objects"] == len(render_k8s.render())

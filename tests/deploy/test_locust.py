@@ -1,4 +1,5 @@
-"""Bounded headless Locust runs of loadtest/locustfile.py against the embedded server (`skbqa serve`).
+"""Bounded headless Locust runs of loadtest/locustfile.py against the embedded server (`skbqa serve`), with the
+default question corpus loadtest/questions.txt.
 
 Locust runs as a subprocess through loadtest/headless.py: importing it into pytest (which has imported `ssl`)
 crashes with a RecursionError, because Locust patches the process with gevent.
@@ -29,6 +30,7 @@ from tests.conftest import SAMPLE_BUNDLE
 
 ROOT = Path(__file__).resolve().parents[2]
 HEADLESS = ROOT / "loadtest" / "headless.py"
+QUESTIONS = ROOT / "loadtest" / "questions.txt"
 SERVING = re.compile(r"serving on ([\d.]+):(\d+)")
 
 
@@ -75,9 +77,10 @@ def run_headless(host: str, out: Path, run_time: str, users: int = 4) -> tuple[i
         "LOCUST_USERS": str(users),
         "LOCUST_SPAWN_RATE": str(users),
         "LOCUST_RUN_TIME": run_time,
-        "SKBQA_LOADTEST_QUESTIONS": str(SAMPLE_BUNDLE / "qa.jsonl"),
         "SKBQA_LOADTEST_DEADLINE": "20",
     }
+    # the locustfile's default corpus (loadtest/questions.txt), as the chart's load generator and docs use it
+    env.pop("SKBQA_LOADTEST_QUESTIONS", None)
     summary_path = out / "summary.json"
     completed = subprocess.run(
         [sys.executable, str(HEADLESS), "--csv-dir", str(out), "--json", str(summary_path)],
@@ -107,6 +110,17 @@ def test_bounded_run_against_the_embedded_server_has_no_errors(embedded_server: 
     assert stats["Ask"]["requests"] > stats["Explain"]["requests"]  # weights 6 : 1
     assert stats["Aggregated"]["rps"] > 0
     assert (tmp_path / "skbqa_stats.csv").is_file()
+
+
+def test_default_question_file_is_the_sample_bundles_questions() -> None:
+    """The runs above ask loadtest/questions.txt: it must hold the questions of the index they serve."""
+    asked = [
+        line.strip() for line in QUESTIONS.read_text().splitlines() if line.strip() and not line.startswith("#")
+    ]
+    with (SAMPLE_BUNDLE / "qa.jsonl").open() as handle:
+        bundle = {json.loads(line)["question"] for line in handle if line.strip()}
+    assert asked and len(set(asked)) == len(asked)
+    assert set(asked) <= bundle
 
 
 def test_a_run_with_errors_fails(tmp_path: Path) -> None:

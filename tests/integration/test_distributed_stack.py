@@ -1,12 +1,16 @@
 """The local distributed stack, all real: a tansu broker, the Triton encoder server, one process per service
 (two ranking replicas), Ray Serve inside the reranker service, and Prometheus scraping every service.
 
-Shown here: the same rankings as embedded mode, partial-then-final streaming, deadlines that expire instead of
-hanging, per-stage p50/p95 from PromQL, two replicas sharing a topic, and no request lost when one is killed.
+Shown here: the same rankings as embedded mode (also with step 8 on the reranker service's Ray Serve deployment),
+partial-then-final streaming, deadlines that expire instead of hanging (the client's, and the gateway's own),
+per-stage p50/p95 from PromQL and the other metrics every service must export (Kafka lag, in-flight, encoder
+batches), two replicas sharing a topic, and no request lost or changed when one is killed under 20 concurrent
+clients.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -102,6 +106,48 @@ def test_deadline_exceeded_not_a_hang(stub) -> None:
     assert time.monotonic() - started < 5
 
 
+def test_the_gateway_own_timeout_fires_before_a_generous_client_deadline(stack) -> None:
+    """The client allows 10 s; a second gateway whose --request-timeout is 50 ms must answer DEADLINE_EXCEEDED
+    itself (its wait, or a stage that sees the request's deadline passed), long before the client would give up.
+    The 5 ms case above is enforced by the gRPC client alone and would pass against a hung gateway."""
+    options = stack.options
+    stack.options = dataclasses.replace(options, request_timeout_s=0.05)
+    try:
+        name = stack.start_service("gateway", 1)
+    finally:
+        stack.options = options
+    try:
+        port = stack.ports["services"][name]["grpc"]
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            short = api_pb2_grpc.SkbqaStub(channel)
+            for question in QUESTIONS[:3]:
+                started = time.monotonic()
+                with pytest.raises(grpc.RpcError) as caught:
+                    short.Ask(api_pb2.AskRequest(question=question), timeout=10)
+                took = time.monotonic() - started
+                assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED, caught.value.details()
+                # the server's words, not the client library's "Deadline Exceeded"
+                details = caught.value.details()
+                assert "no answer within" in details or "deadline passed before" in details, details
+                assert took < 5, took
+    finally:
+        stack.stop_one(name)
+        stack.records = [r for r in stack.records if r.name != name]  # down() must not signal a reused pid
+        stack.ports["services"].pop(name, None)
+
+
+def test_step_8_on_ray_serve_gives_the_embedded_ranking(stub, biomed_sample_engine) -> None:
+    """reranker=local: the reranker service runs step 8 on its Ray Serve deployment (`--ray-address local`)."""
+    changed = 0
+    for question in QUESTIONS[:6]:
+        response = stub.Ask(api_pb2.AskRequest(question=question, options={"reranker": "local"}), timeout=120)
+        expected = biomed_sample_engine.ask(question, options={"reranker": "local"})
+        assert _ids(response.items) == _ids(expected.items), question
+        assert response.timings_ms["rerank"] > 0  # step 8 ran (in the reranker service: Ray Serve)
+        changed += _ids(expected.items) != _ids(biomed_sample_engine.ask(question).items)
+    assert changed, "step 8 changed no ranking: the comparison shows nothing"
+
+
 def test_bad_input_refused_by_the_gateway(stub) -> None:
     with pytest.raises(grpc.RpcError) as caught:
         stub.Ask(api_pb2.AskRequest(question="   "), timeout=10)
@@ -128,20 +174,52 @@ def test_prometheus_gives_per_stage_p50_p95(stack, stub) -> None:
     assert float(requests[0]["value"][1]) >= 10
 
 
-def test_two_replicas_share_the_load_and_a_killed_one_loses_nothing(stack, stub) -> None:
+def test_prometheus_has_lag_inflight_and_encoder_batches_of_every_stage(stack, stub) -> None:
+    """The series the dashboard and the lag-based HPA read: each stage's group lag on its input topic (read from
+    Kafka by the worker's lag exporter), in-flight per stage service, and the Triton encoder's batch sizes."""
+    inputs = {
+        "parser": "skbqa.query",
+        "symbols": "skbqa.parsed",
+        "grounding": "skbqa.symbols",
+        "ranking": "skbqa.grounded",
+        "reranker": "skbqa.ranked",
+    }
+    for question in QUESTIONS[:3]:
+        stub.Ask(api_pb2.AskRequest(question=question), timeout=60)
+    deadline = time.monotonic() + 30
+    while True:
+        lag = {
+            (r["metric"]["group"], r["metric"]["topic"]): float(r["value"][1])
+            for r in _promql(stack, "skbqa_kafka_lag")
+        }
+        inflight = {r["metric"]["service"] for r in _promql(stack, "skbqa_inflight")}
+        batches = _promql(stack, "sum by (encoder) (skbqa_encoder_batch_size_count)")
+        wanted = {(f"skbqa-{role}", topic) for role, topic in inputs.items()}
+        if (wanted <= set(lag) and set(STAGES) <= inflight and batches) or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert wanted <= set(lag), lag
+    assert all(value >= 0 for value in lag.values()), lag
+    assert set(STAGES) <= inflight, inflight
+    assert {r["metric"]["encoder"] for r in batches} == {"skbqa_encoder"}, batches
+    assert float(batches[0]["value"][1]) > 0
+
+
+def test_two_replicas_share_the_load_and_a_killed_one_loses_nothing(stack, stub, biomed_sample_engine) -> None:
     before = {name: _ranking_ok(stack, name) for name in ("ranking-0", "ranking-1")}
     with ThreadPoolExecutor(4) as pool:
         list(pool.map(lambda q: stub.Ask(api_pb2.AskRequest(question=q), timeout=60), QUESTIONS * 2))
     shared = {name: _ranking_ok(stack, name) - before[name] for name in before}
     assert all(count > 0 for count in shared.values()), shared
 
-    answered: list[list[int]] = []
+    expected = {question: _ids(biomed_sample_engine.ask(question).items) for question in QUESTIONS}
+    answered: list[tuple[str, list[int]]] = []
     failures: list[str] = []
     killed = threading.Event()
 
     def ask(question: str) -> None:
         try:
-            answered.append(_ids(stub.Ask(api_pb2.AskRequest(question=question), timeout=90).items))
+            answered.append((question, _ids(stub.Ask(api_pb2.AskRequest(question=question), timeout=90).items)))
         except grpc.RpcError as exc:
             failures.append(f"{exc.code()}: {exc.details()}")
 
@@ -150,12 +228,14 @@ def test_two_replicas_share_the_load_and_a_killed_one_loses_nothing(stack, stub)
         stack.kill("ranking-1")
         killed.set()
 
-    sent = QUESTIONS * 2
+    sent = QUESTIONS * 3  # 60 requests, 20 in flight at once while a ranking replica dies
     killer = threading.Thread(target=kill_soon)
     killer.start()
-    with ThreadPoolExecutor(4) as pool:
+    with ThreadPoolExecutor(20) as pool:
         list(pool.map(ask, sent))
     killer.join()
     assert killed.is_set()
-    assert not failures and len(answered) == len(sent)
+    assert not failures and len(answered) == len(sent), failures
+    wrong = [question for question, ids in answered if ids != expected[question]]
+    assert not wrong, wrong  # redelivered or not, every answer is the embedded ranking of its own question
     stack.start_service("ranking", 1)  # back to two replicas for whoever runs next

@@ -147,23 +147,56 @@ def test_overload_is_resource_exhausted_at_once(biomed_sample_engine) -> None:
     try:
         with grpc.insecure_channel(f"127.0.0.1:{running.port}") as channel:
             stub = api_pb2_grpc.SkbqaStub(channel)
-            codes: list[grpc.StatusCode] = []
+            outcomes: list[tuple[grpc.StatusCode, float]] = []
             start = threading.Barrier(8)
 
             def call() -> None:
                 start.wait()
+                started = time.monotonic()
                 try:
                     stub.Ask(api_pb2.AskRequest(question=QUESTIONS[5], k=1000), timeout=60)
-                    codes.append(grpc.StatusCode.OK)
+                    outcomes.append((grpc.StatusCode.OK, time.monotonic() - started))
                 except grpc.RpcError as exc:
-                    codes.append(exc.code())
+                    outcomes.append((exc.code(), time.monotonic() - started))
 
             threads = [threading.Thread(target=call) for _ in range(8)]
             for t in threads:
                 t.start()
             for t in threads:
                 t.join(90)
+            codes = [code for code, _ in outcomes]
             assert grpc.StatusCode.OK in codes and grpc.StatusCode.RESOURCE_EXHAUSTED in codes
+            # refused at once, not queued behind the call that holds the slot (tests/integration/test_call_limits.py
+            # checks the same with calls held open for certain)
+            refused = [seconds for code, seconds in outcomes if code == grpc.StatusCode.RESOURCE_EXHAUSTED]
+            assert max(refused) < 1.0, refused
+    finally:
+        stop()
+
+
+def test_per_client_rate_limit_refuses_one_token_and_serves_another(biomed_sample_engine, tmp_path: Path) -> None:
+    """`start_embedded(limits=...)`, as `skbqa serve --client-rate 0.2 --client-burst 2` builds it."""
+    from skbqa.server.limits import ClientLimits
+
+    tokens = tmp_path / "tokens"
+    tokens.write_text("token-a\ntoken-b\n")
+    settings = ServiceSettings(index=biomed_sample_engine.stores.directory, port=0, tokens_file=tokens)
+    running, stop = start_embedded(settings, limits=ClientLimits(rate_per_s=0.2, burst=2))
+    request = api_pb2.AskRequest(question=QUESTIONS[0], k=3)
+    a, b = (("authorization", "Bearer token-a"),), (("authorization", "Bearer token-b"),)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+            stub = api_pb2_grpc.SkbqaStub(channel)
+            assert (
+                stub.Ask(request, timeout=60, metadata=a).items and stub.Ask(request, timeout=60, metadata=a).items
+            )
+            started = time.monotonic()
+            with pytest.raises(grpc.RpcError) as caught:
+                stub.Ask(request, timeout=60, metadata=a)
+            assert time.monotonic() - started < 1.0
+            assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert caught.value.details().startswith("client request rate over its limit (0.2/s, burst 2)")
+            assert len(stub.Ask(request, timeout=60, metadata=b).items) == 3  # another client, same address
     finally:
         stop()
 

@@ -260,7 +260,8 @@ def test_model_repository_config_matches_the_pytriton_binding(local: Any) -> Non
     [embedding] = config.output
     assert (text.name, text.data_type, list(text.dims)) == (INPUT_TEXT, pb.TYPE_STRING, [1])
     assert (embedding.name, embedding.data_type, list(embedding.dims)) == (OUTPUT_EMBEDDING, pb.TYPE_FP32, [DIM])
-    assert [g.kind for g in config.instance_group] == [pb.ModelInstanceGroup.KIND_GPU]
+    # KIND_AUTO: one instance per visible GPU, else one CPU instance (the chart hides GPUs from CPU-only pods)
+    assert [g.kind for g in config.instance_group] == [pb.ModelInstanceGroup.KIND_AUTO]
     assert config.HasField("dynamic_batching")
     assert config.parameters[PARAM_ENCODER_NAME].string_value == local.name
     assert config.parameters[PARAM_ENCODER_DIM].string_value == str(DIM)

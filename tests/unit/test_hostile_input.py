@@ -620,7 +620,7 @@ def test_only_health_and_reflection_are_open(compare: CountingCompare) -> None:
     streamed = grpc.unary_stream_rpc_method_handler(lambda request, context: iter(()))
     for prefix in OPEN_PREFIXES:
         assert interceptor.intercept_service(lambda d: served, _Details(prefix + "Check", ())) is served
-    for method in ("/skbqa.v1.Skbqa/Ask", "/skbqa.v1.Stage/Run", "/grpc.healthz/Check", "/x"):
+    for method in ("/skbqa.v1.Skbqa/Ask", "/skbqa.v1.Stage/Process", "/grpc.healthz/Check", "/x"):
         assert interceptor.intercept_service(lambda d: served, _Details(method, ())) is not served
     denied = interceptor.intercept_service(lambda d: streamed, _Details("/skbqa.v1.Skbqa/AskStream", ()))
     assert denied is not streamed and denied.response_streaming

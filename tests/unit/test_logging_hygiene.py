@@ -147,3 +147,106 @@ def test_the_fake_server_fixture_records_what_it_is_sent() -> None:
     with running_server(default_reply="x") as server:
         OpenAIChatModel(server.url, "m", api_key="k").chat([])
         assert isinstance(server, FakeOpenAIServer) and server.received[0].headers["Authorization"] == "Bearer k"
+
+
+# --- the gateway: public API calls over real gRPC -------------------------------------------------------------------
+
+TOKEN = "tok-9d2f41c7b6e0a358"  # a configured bearer token
+WRONG_TOKEN = "tok-0000wrong1111"  # what a confused or hostile client sends
+
+
+class RaisingPipeline:
+    """A stage that fails with the question in its message, as a parser quoting its input would."""
+
+    def run(self, message: Any, push: Any) -> None:
+        raise ValueError(f"cannot parse {message.question!r}")
+
+
+def gateway_calls(port: int) -> list[str]:
+    """Every gateway path a request can take; returns the status code names in order."""
+    import grpc
+
+    from skbqa.v1 import api_pb2, api_pb2_grpc
+
+    good = (("authorization", f"Bearer {TOKEN}"),)
+    requests: list[tuple[Any, tuple[tuple[str, str], ...]]] = [
+        (api_pb2.AskRequest(question=QUESTION, k=2), good),
+        (api_pb2.AskRequest(question=QUESTION, k=5000), good),  # bad k
+        (api_pb2.AskRequest(question=QUESTION, strategy=f"s{MARKER}"), good),  # unknown strategy
+        (api_pb2.AskRequest(question=QUESTION, options={f"o{MARKER}": "1"}), good),  # unknown option
+        (api_pb2.AskRequest(question=(QUESTION + " ") * 30_000), good),  # ~1.7 MB
+        (api_pb2.AskRequest(question=f"\x00\u202e{QUESTION}\x1b[31m"), good),  # control characters
+        (api_pb2.AskRequest(question=QUESTION, request_id=f"id\n{MARKER}"), good),  # a forged log line
+        (api_pb2.AskRequest(question=QUESTION), (("authorization", f"Bearer {WRONG_TOKEN}"),)),
+        (api_pb2.AskRequest(question=QUESTION), ()),
+    ]
+    codes = []
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = api_pb2_grpc.SkbqaStub(channel)
+        for request, metadata in requests:
+            for call in (stub.Ask, lambda r, **kw: list(stub.AskStream(r, **kw))):
+                try:
+                    call(request, timeout=20, metadata=metadata)
+                    codes.append("OK")
+                except grpc.RpcError as exc:
+                    details = exc.details() or ""
+                    assert "Traceback" not in details and "\n" not in details
+                    if exc.code() != grpc.StatusCode.INVALID_ARGUMENT:  # which may quote the caller's own input
+                        assert MARKER not in details
+                    codes.append(exc.code().name)
+    return codes
+
+
+def start_gateway(backend: Any) -> Any:
+    from skbqa.server.limits import ClientLimits
+    from tests.fakes.backends import start_api
+
+    return start_api(backend, tokens=[TOKEN.encode()], limits=ClientLimits(rate_per_s=1000.0, max_inflight=4))
+
+
+def assert_no_token(caplog: pytest.LogCaptureFixture) -> None:
+    for record in caplog.records:
+        for text in (record.getMessage(), repr(record.args), record.exc_text or "", str(record.__dict__)):
+            assert TOKEN not in text and WRONG_TOKEN not in text, f"token logged by {record.name}"
+    assert TOKEN not in caplog.text and WRONG_TOKEN not in caplog.text
+
+
+@pytest.mark.parametrize("failure", ["none", "bus_refuses", "stage_raises", "answer_garbled"])
+def test_gateway_logs_no_question_and_no_token(failure: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Good and bad input, bad and missing tokens, and internal errors (the bus refusing a request with the
+    question in the error, a stage raising it, an answer that does not decode) through the real servicer and
+    server: nothing at INFO or above — including grpc's own "Exception calling application" — carries either."""
+    from skbqa.distributed.local import LocalPipeline
+    from skbqa.server.backends import LocalBackend
+    from skbqa.v1 import stages_pb2
+    from tests.fakes.backends import GatedBackend
+
+    def refuse(message: Any) -> None:
+        raise ConnectionError(f"broker refused a message holding {message.question}")
+
+    backend: Any = GatedBackend(open_gate=True)
+    if failure == "bus_refuses":
+        backend = GatedBackend(open_gate=True, on_submit=refuse)
+    elif failure == "stage_raises":
+        backend = LocalBackend(RaisingPipeline(), workers=1)  # type: ignore[arg-type]
+    elif failure == "answer_garbled":
+        backend = GatedBackend(open_gate=True)
+        backend._answer = lambda message, waiter: waiter.push(
+            stages_pb2.AnswerEnvelope(request_id=message.request_id, kind=2, answer=b"\xff\xff" + MARKER.encode())
+        )
+    assert LocalPipeline  # the class RaisingPipeline stands in for
+    caplog.set_level(logging.INFO)
+    logging.getLogger("skbqa").info("capture check")
+    running = start_gateway(backend)
+    try:
+        codes = gateway_calls(running.port)
+    finally:
+        running.stop(0)
+        backend.close()
+    first = "OK" if failure == "none" else "INTERNAL"
+    invalid = ["INVALID_ARGUMENT"] * 2
+    assert codes == [first] * 2 + invalid * 4 + [first] * 2 + invalid + ["UNAUTHENTICATED"] * 4, codes
+    if failure != "none":
+        assert any(r.levelno >= logging.ERROR for r in caplog.records), "the internal error was logged"
+    assert_clean(caplog)
+    assert_no_token(caplog)

@@ -1175,6 +1175,16 @@ def test_parse_nebula_url() -> None:
     assert (graph.settings.user, graph.settings.password, graph.settings.chunk_size) == ("bob", "pw", 9)
 
 
+def test_nebula_credentials_come_from_the_environment_when_the_url_has_none(monkeypatch) -> None:
+    monkeypatch.setenv("SKBQA_NEBULA_USER", "svc")
+    monkeypatch.setenv("SKBQA_NEBULA_PASSWORD", "from-a-secret")
+    s = parse_nebula_url("nebula://graphd:9669/kb")
+    assert (s.user, s.password) == ("svc", "from-a-secret")
+    assert "from-a-secret" not in s.where
+    s = parse_nebula_url("nebula://bob:pw@graphd:9669/kb")  # the URL's own userinfo still wins
+    assert (s.user, s.password) == ("bob", "pw")
+
+
 # --- the loader -------------------------------------------------------------------------------------------------
 
 

@@ -20,7 +20,7 @@ from skbqa.sage import signals as sig
 from skbqa.sage.ann import IvfIndex, exact_top_m, recall_at_m
 from skbqa.sage.corpus import Vocabulary, tokenize
 from skbqa.sage.entities import link_entities
-from skbqa.sage.graph_build import SageBuildConfig, build_sage_graph
+from skbqa.sage.graph_build import SageBuildConfig
 from skbqa.sage.rich import rich_text
 from skbqa.sage.store import BITS, SIMILARITY_SIGNALS, SageGraph
 from skbqa.sage.strategy import BM25_WEIGHT, SageStrategy
@@ -28,6 +28,7 @@ from skbqa.skb.schema import NodeType, Schema
 from skbqa.stores.nodes import NodeTable
 from skbqa.strategies.hybrid import min_max
 from skbqa.symbols.lexicon import NameLexicon, normalise
+from tests.helpers import sample_with_sage
 
 DESCRIPTION = 'Find the cellular component described by the phrase "that surround a chromoplast and form the".'
 RELATIONAL = (
@@ -231,19 +232,8 @@ def test_select_edges_keeps_exactly_the_candidates_above_each_signals_percentile
 @pytest.fixture(scope="module")
 def sample(biomed_sample_engine: EmbeddedEngine, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The graph of the real sample, saved beside (not inside) the shared index, and a strategy table with sage."""
-    stores = biomed_sample_engine.stores
-    graph = build_sage_graph(
-        stores.nodes,
-        stores.graph,
-        stores.vectors["name"],
-        stores.vectors["document"],
-        index_identity={"created_unix": stores.manifest["created_unix"]},
-    )
     directory = tmp_path_factory.mktemp("sage-sample")
-    graph.save(directory)
-    own = dataclasses.replace(stores, directory=directory)
-    strategies: dict[str, Any] = dict(biomed_sample_engine.strategies)
-    strategies["sage"] = SageStrategy(own, strategies)
+    graph, own, strategies = sample_with_sage(biomed_sample_engine, directory)
     return {"graph": graph, "directory": directory, "stores": own, "strategies": strategies}
 
 

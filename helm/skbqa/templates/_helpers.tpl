@@ -110,6 +110,12 @@ gateway parser symbols grounding ranking reranker
 {{- get $topics . -}}
 {{- end -}}
 
+{{/* Kafka consumer group of a stage (StageWorker's default `skbqa-<role>`; the `group` label of skbqa_kafka_lag, which
+carries no topic prefix). */}}
+{{- define "skbqa.consumerGroup" -}}
+{{- printf "skbqa-%s" . -}}
+{{- end -}}
+
 {{/* ---------------------------------------------------------------------------------------------------------
 Backend endpoints
 --------------------------------------------------------------------------------------------------------- */}}
@@ -160,6 +166,63 @@ Backend endpoints
 {{- .Values.index.existingClaim | default (include "skbqa.componentName" (dict "root" . "component" "index")) -}}
 {{- end -}}
 
+{{/* Loader flags of the backends: "host:port[,host:port]" and the space of the graph URL, the Milvus URI. */}}
+{{- define "skbqa.graphAddr" -}}
+{{- regexReplaceAll "/.*$" (trimPrefix "nebula://" (include "skbqa.graphUrl" .)) "" -}}
+{{- end -}}
+
+{{- define "skbqa.graphSpace" -}}
+{{- regexReplaceAll "^[^/]*/" (trimPrefix "nebula://" (include "skbqa.graphUrl" .)) "" -}}
+{{- end -}}
+
+{{/* `skbqa load-milvus --uri` takes pymilvus' http:// form of the chart's milvus:// URL. */}}
+{{- define "skbqa.milvusUri" -}}
+{{- printf "http://%s" (trimPrefix "milvus://" (include "skbqa.vectorsUrl" .)) -}}
+{{- end -}}
+
+{{/* ---------------------------------------------------------------------------------------------------------
+Backend credentials: only ever env vars from existing Secrets (secretKeyRef), never values or URL userinfo.
+Call with (dict "root" $ "kafka" bool "milvus" bool "nebula" bool); renders env list items (or nothing).
+--------------------------------------------------------------------------------------------------------- */}}
+{{- define "skbqa.backendCredentialsEnv" -}}
+{{- $c := .root.Values.credentials -}}
+{{- if and .kafka $c.kafka.existingSecret }}
+- name: SKBQA_KAFKA_SECURITY_PROTOCOL
+  value: {{ $c.kafka.securityProtocol | quote }}
+- name: SKBQA_KAFKA_SASL_MECHANISM
+  value: {{ $c.kafka.saslMechanism | quote }}
+- name: SKBQA_KAFKA_SASL_USERNAME
+  valueFrom:
+    secretKeyRef:
+      name: {{ $c.kafka.existingSecret }}
+      key: {{ $c.kafka.usernameKey }}
+- name: SKBQA_KAFKA_SASL_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ $c.kafka.existingSecret }}
+      key: {{ $c.kafka.passwordKey }}
+{{- end }}
+{{- if and .milvus $c.milvus.existingSecret }}
+- name: SKBQA_MILVUS_TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ $c.milvus.existingSecret }}
+      key: {{ $c.milvus.tokenKey }}
+{{- end }}
+{{- if and .nebula $c.nebula.existingSecret }}
+- name: SKBQA_NEBULA_USER
+  valueFrom:
+    secretKeyRef:
+      name: {{ $c.nebula.existingSecret }}
+      key: {{ $c.nebula.usernameKey }}
+- name: SKBQA_NEBULA_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ $c.nebula.existingSecret }}
+      key: {{ $c.nebula.passwordKey }}
+{{- end }}
+{{- end -}}
+
 {{/* ---------------------------------------------------------------------------------------------------------
 Pod pieces shared by every skbqa pod
 --------------------------------------------------------------------------------------------------------- */}}
@@ -193,14 +256,21 @@ default
 {{/* The init container that waits for the ingest Job's manifest: it mounts the volume root (not the index
 directory) so it sees the directory the Job swaps in. */}}
 {{- define "skbqa.waitForIndex" -}}
+{{- include "skbqa.waitForIndexWith" (dict "root" . "image" (include "skbqa.image" .) "pullPolicy" .Values.image.pullPolicy) -}}
+{{- end -}}
+
+{{/* The same, in another image that has Python (the Ray pods pull only the Ray image):
+(dict "root" $ "image" ref "pullPolicy" policy). */}}
+{{- define "skbqa.waitForIndexWith" -}}
+{{- $root := .root -}}
 - name: wait-for-index
-  image: {{ include "skbqa.image" . }}
-  imagePullPolicy: {{ .Values.image.pullPolicy }}
+  image: {{ .image }}
+  imagePullPolicy: {{ .pullPolicy }}
   command: ["python", "-c"]
   args:
     - |
       import os, sys, time
-      path = os.path.join({{ include "skbqa.indexPath" . | quote }}, "manifest.json")
+      path = os.path.join({{ include "skbqa.indexPath" $root | quote }}, "manifest.json")
       waited = 0
       while not os.path.isfile(path):
           if waited % 60 == 0:
@@ -216,10 +286,10 @@ directory) so it sees the directory the Job swaps in. */}}
       cpu: 100m
       memory: 64Mi
   securityContext:
-    {{- include "skbqa.containerSecurityContext" . | nindent 4 }}
+    {{- include "skbqa.containerSecurityContext" $root | nindent 4 }}
   volumeMounts:
     - name: index
-      mountPath: {{ .Values.index.mountPath }}
+      mountPath: {{ $root.Values.index.mountPath }}
       readOnly: true
 {{- end -}}
 
@@ -269,4 +339,108 @@ No peers = any destination, still restricted to the ports. */}}
     - protocol: TCP
       port: {{ . }}
     {{- end }}
+{{- end -}}
+
+
+{{/* ---------------------------------------------------------------------------------------------------------
+The ingest Job's containers
+--------------------------------------------------------------------------------------------------------- */}}
+
+{{/* `skbqa ingest BUNDLE --index DIR`: the only writer of the index volume. */}}
+{{- define "skbqa.ingestContainer" -}}
+{{- $bundle := .Values.ingest.bundle.imagePath -}}
+{{- if .Values.ingest.bundle.existingClaim -}}
+{{- $bundle = "/bundle" -}}
+{{- end -}}
+- name: ingest
+  image: {{ include "skbqa.image" . }}
+  imagePullPolicy: {{ .Values.image.pullPolicy }}
+  args:
+    - ingest
+    - {{ $bundle }}
+    - --index
+    - {{ include "skbqa.indexPath" . }}
+    - --no-progress
+    {{- range .Values.ingest.extraArgs }}
+    - {{ . | quote }}
+    {{- end }}
+  env:
+    - name: HOME
+      value: /tmp
+    - name: TMPDIR
+      value: /tmp
+  resources:
+    {{- toYaml .Values.ingest.resources | nindent 4 }}
+  securityContext:
+    {{- include "skbqa.containerSecurityContext" . | nindent 4 }}
+  volumeMounts:
+    - name: index
+      mountPath: {{ .Values.index.mountPath }}
+    - name: tmp
+      mountPath: /tmp
+    {{- if .Values.ingest.bundle.existingClaim }}
+    - name: bundle
+      mountPath: /bundle
+      readOnly: true
+      {{- with .Values.ingest.bundle.subPath }}
+      subPath: {{ . }}
+      {{- end }}
+    {{- end }}
+{{- end -}}
+
+{{/* `skbqa load-milvus` and/or `skbqa load-nebula` over the finished index (read-only), one container each: they
+are independent, so they run side by side. Credentials reach the CLI flags through Kubernetes' $(VAR) expansion
+of env vars that come from the Secret, so no value or rendered manifest ever holds them. */}}
+{{- define "skbqa.backendLoaders" -}}
+{{- $vectors := include "skbqa.vectorsUrl" . -}}
+{{- $graph := include "skbqa.graphUrl" . -}}
+{{- $c := .Values.credentials -}}
+{{- range $loader := list "milvus" "nebula" }}
+{{- if or (and (eq $loader "milvus") $vectors) (and (eq $loader "nebula") $graph) }}
+- name: load-{{ $loader }}
+  image: {{ include "skbqa.image" $ }}
+  imagePullPolicy: {{ $.Values.image.pullPolicy }}
+  args:
+    - load-{{ $loader }}
+    - --index
+    - {{ include "skbqa.indexPath" $ }}
+    {{- if eq $loader "milvus" }}
+    - --uri
+    - {{ include "skbqa.milvusUri" $ }}
+    - --index-type
+    - {{ $.Values.ingest.load.milvusIndexType }}
+    {{- if $c.milvus.existingSecret }}
+    - --token
+    - $(SKBQA_MILVUS_TOKEN)
+    {{- end }}
+    {{- else }}
+    - --addr
+    - {{ include "skbqa.graphAddr" $ }}
+    - --space
+    - {{ include "skbqa.graphSpace" $ }}
+    {{- if $c.nebula.existingSecret }}
+    - --user
+    - $(SKBQA_NEBULA_USER)
+    - --password
+    - $(SKBQA_NEBULA_PASSWORD)
+    {{- end }}
+    {{- end }}
+  env:
+    - name: HOME
+      value: /tmp
+    - name: TMPDIR
+      value: /tmp
+    {{- include "skbqa.backendCredentialsEnv" (dict "root" $ "milvus" (eq $loader "milvus") "nebula" (eq $loader "nebula")) | nindent 4 }}
+  resources:
+    {{- toYaml $.Values.ingest.load.resources | nindent 4 }}
+  securityContext:
+    {{- include "skbqa.containerSecurityContext" $ | nindent 4 }}
+  volumeMounts:
+    - name: index
+      mountPath: {{ $.Values.index.mountPath }}
+      readOnly: true
+    - name: tmp
+      mountPath: /tmp
+{{- end }}
+{{- end }}
 {{- end -}}

@@ -28,6 +28,11 @@ spec:
   {{- with include "skbqa.imagePullSecrets" $root }}{{ . | nindent 2 }}{{- end }}
   securityContext:
     {{- include "skbqa.podSecurityContext" $root | nindent 4 }}
+  {{- /* Serve replicas open the index at start (args.index_dir): like the services, wait for the ingest Job. */}}
+  {{- if $root.Values.index.waitForIndex }}
+  initContainers:
+    {{- include "skbqa.waitForIndexWith" (dict "root" $root "image" (include "skbqa.imageRef" (dict "image" $root.Values.ray.image "root" $root)) "pullPolicy" $root.Values.ray.image.pullPolicy) | nindent 4 }}
+  {{- end }}
   containers:
     - name: ray-{{ .group }}
       image: {{ include "skbqa.imageRef" (dict "image" $root.Values.ray.image "root" $root) }}

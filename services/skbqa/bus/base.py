@@ -37,6 +37,10 @@ class Consumer(Protocol):
         """Up to `max_records` messages, waiting at most `timeout_s` for the first one ([] on timeout)."""
         ...
 
+    def assignment(self) -> set[tuple[str, int]]:
+        """The (topic, partition) pairs this member owns now (empty until it has joined its group)."""
+        ...
+
     def commit(self, messages: Sequence[Message]) -> None:
         """Mark `messages` done: per partition, everything up to the highest offset given.
 

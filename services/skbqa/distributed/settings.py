@@ -35,6 +35,7 @@ class ServiceSettings:
     request_timeout_s: float = 30.0
     max_inflight: int = 64
     workers: int = 2  # embedded: requests answered at once
+    lag_interval_s: float = 5.0  # stage workers: how often the group's lag goes to skbqa_kafka_lag (<= 0: off)
 
     def validate(self) -> None:
         if self.role is not None and self.role not in SERVE_ROLES:

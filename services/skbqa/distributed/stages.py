@@ -2,9 +2,13 @@
 
 Each service runs one core, in two shells (a bus worker and a gRPC `Stage` servicer); the embedded server runs all
 five in sequence in one process. The cores call the very methods `AfStrategy.retrieve` composes (parse → symbols →
-ground → rank → rerank), so the distributed answers are the embedded ones. Strategies other than `af` have no
-stage boundaries inside them: the parser, symbols and grounding stages pass their requests through and the
-ranking stage runs the whole strategy.
+ground → rank → rerank), so the distributed answers are the embedded ones.
+
+`sage` seeded by `af` (the default seed) runs af's stages too, with the base options, and then the SAGE expansion
+(`SageStrategy.expand`, the code the embedded strategy runs) after step 8 as embedded mode does: in the ranking
+stage when step 8 does nothing (no reranker: the default), else in the reranker stage right after step 8.
+Other strategies have no stage boundaries inside them: the parser, symbols and grounding stages pass their
+requests through and the ranking stage runs the whole strategy.
 """
 
 from __future__ import annotations
@@ -17,11 +21,12 @@ from typing import Any, Protocol
 import numpy as np
 
 from skbqa.bus import topics
-from skbqa.common.errors import SkbqaError
+from skbqa.common.errors import InvalidInputError, SkbqaError
 from skbqa.distributed import codec
 from skbqa.models.encoder import Encoder
 from skbqa.observability.metrics import get_metrics
-from skbqa.pipeline import render
+from skbqa.pipeline import check_request, render
+from skbqa.sage.strategy import SageOptions, SageStrategy, base_query
 from skbqa.stores.index import IndexStores
 from skbqa.strategies.af import AfStrategy
 from skbqa.strategies.af_config import AfConfig
@@ -93,8 +98,54 @@ def close_query(message: StageMessage, query: QueryContext) -> None:
         message.timings_ms[name] = message.timings_ms[name] + seconds * 1000
 
 
-def _af_config(runtime: StageRuntime, message: StageMessage, query: QueryContext) -> AfConfig:
-    return runtime.af.config.with_options(query.options)
+def check_message(runtime: StageRuntime, message: StageMessage) -> None:
+    """Refuse (InvalidInputError) what no stage could process: the gateway validates its requests, but a direct
+    `Stage/Process` call or a foreign producer on the bus does not go through it. Cheap enough for every stage."""
+    check_request(runtime.strategies, message.strategy, message.k, message.question)
+    try:
+        options = codec.from_json(message.options_json)
+        notes = codec.from_json(message.notes_json)
+    except ValueError as exc:
+        raise InvalidInputError(f"options_json and notes_json must be JSON: {exc}") from None
+    if not isinstance(options, dict) or not isinstance(notes, dict):
+        raise InvalidInputError("options_json and notes_json must be JSON objects")
+    if len(message.question_embedding) % 4:
+        raise InvalidInputError("question_embedding must be little-endian float32 values")
+
+
+@dataclass(frozen=True)
+class AfPlan:
+    """How a request runs af's steps in the stages: as `af` itself, or as the seeds of `sage` (`sage` set)."""
+
+    config: AfConfig
+    sage: SageOptions | None = None
+
+    @property
+    def reranks(self) -> bool:
+        """Whether step 8 can change the list (AfStrategy.rerank returns it unchanged otherwise)."""
+        return self.config.steps == "1-8" and self.config.reranker != "none"
+
+    def af_query(self, query: QueryContext) -> QueryContext:
+        """The context af's steps see: sage's base options; question, embedding, notes and timings shared."""
+        return query if self.sage is None else base_query(query, self.sage)
+
+
+def af_plan(runtime: StageRuntime, message: StageMessage) -> AfPlan | None:
+    """None when the request does not run af's steps stage by stage (its ranking stage runs it whole)."""
+    options = dict(codec.from_json(message.options_json))
+    if message.strategy == "af":
+        return AfPlan(runtime.af.config.with_options(options))
+    if message.strategy == SageStrategy.name:
+        sage = SageOptions.parse(options, runtime.strategies)
+        if sage.seed == "af":
+            return AfPlan(runtime.af.config.with_options(dict(sage.base_options or {})), sage)
+    return None
+
+
+def _sage(runtime: StageRuntime) -> SageStrategy:
+    strategy = runtime.strategies[SageStrategy.name]
+    assert isinstance(strategy, SageStrategy)
+    return strategy
 
 
 def _answer(message: StageMessage, kind: Any, stage: str, answer: bytes) -> AnswerEnvelope:
@@ -136,6 +187,13 @@ class _Stage:
     def __init__(self, runtime: StageRuntime) -> None:
         self.runtime = runtime
 
+    def process(self, message: StageMessage) -> StageOutput:
+        check_message(self.runtime, message)
+        return self._process(message)
+
+    def _process(self, message: StageMessage) -> StageOutput:
+        raise NotImplementedError
+
     def warm(self) -> None:
         """Build what the first request would otherwise pay for; called before the service reports ready."""
 
@@ -151,11 +209,15 @@ class ParseStage(_Stage):
     def warm(self) -> None:
         self.runtime.af.warm(self.runtime.encoder)
 
-    def process(self, message: StageMessage) -> StageOutput:
+    def _process(self, message: StageMessage) -> StageOutput:
         out = _copy(message)
-        if message.strategy == "af":
+        plan = af_plan(self.runtime, message)
+        if plan is not None:
             query = open_query(message, self.runtime.encoder)
-            parsed = self.runtime.af.parse(query, _af_config(self.runtime, message, query))
+            if plan.sage is not None:
+                _sage(self.runtime).graph()  # as embedded sage: fail before running the base without a graph
+                query.embedding  # noqa: B018 -- as embedded sage: embed once, the base's context inherits it
+            parsed = self.runtime.af.parse(plan.af_query(query), plan.config)
             _report_llm(self.role, query.notes.get("llm_usage"), query.notes.get("parser_fallback"))
             out.parsed.CopyFrom(codec.query_to_proto(parsed))
             out.parsed_set = True
@@ -172,14 +234,14 @@ class SymbolsStage(_Stage):
         self.runtime.af.lexicon()
         self.runtime.af.catalog()
 
-    def process(self, message: StageMessage) -> StageOutput:
+    def _process(self, message: StageMessage) -> StageOutput:
         out = _copy(message)
-        query = open_query(message, self.runtime.encoder)
-        if message.strategy == "af" and message.parsed_set:
-            config = _af_config(self.runtime, message, query)
-            if self.runtime.af.grounds(config):
+        plan = af_plan(self.runtime, message)
+        if plan is not None and message.parsed_set:
+            query = open_query(message, self.runtime.encoder)
+            if self.runtime.af.grounds(plan.config):
                 parsed = codec.query_from_proto(message.parsed)
-                ranked = self.runtime.af.symbols(query, parsed, config)
+                ranked = self.runtime.af.symbols(plan.af_query(query), parsed, plan.config)
                 # symbols() may move unapplicable constraints into the text constraints: send the query on too
                 out.parsed.CopyFrom(codec.query_to_proto(parsed))
                 del out.symbol_sets[:]
@@ -202,15 +264,15 @@ class GroundingStage(_Stage):
             return str(exc).splitlines()[0]
         return ""
 
-    def process(self, message: StageMessage) -> StageOutput:
+    def _process(self, message: StageMessage) -> StageOutput:
         out = _copy(message)
         answers: list[AnswerEnvelope] = []
-        if message.strategy == "af" and message.symbols_set:
+        plan = af_plan(self.runtime, message)
+        if plan is not None and message.symbols_set:
             query = open_query(message, self.runtime.encoder)
-            config = _af_config(self.runtime, message, query)
             parsed = codec.query_from_proto(message.parsed)
             ranked = codec.symbol_sets_from_proto(message.symbol_sets)
-            scope = self.runtime.af.ground(query, parsed, ranked, config)
+            scope = self.runtime.af.ground(plan.af_query(query), parsed, ranked, plan.config)
             out.scope.CopyFrom(codec.scope_to_proto(scope))
             out.scope_set = True
             close_query(out, query)
@@ -230,22 +292,26 @@ class GroundingStage(_Stage):
 
 
 class RankingStage(_Stage):
-    """Steps 6–7 (af; SAGE expansion lives in the `sage` strategy), or the whole of any other strategy."""
+    """Steps 6–7 (af, and sage seeded by af: then the SAGE expansion unless step 8 comes first), or the whole of
+    any other strategy."""
 
     role, input_topic, output_topic = "ranking", topics.GROUNDED, topics.RANKED
 
     def warm(self) -> None:
         self.runtime.af.lexicon()
 
-    def process(self, message: StageMessage) -> StageOutput:
+    def _process(self, message: StageMessage) -> StageOutput:
         out = _copy(message)
         query = open_query(message, self.runtime.encoder)
         k = message.k
-        if message.strategy == "af":
-            config = _af_config(self.runtime, message, query)
+        plan = af_plan(self.runtime, message)
+        if plan is not None:
             parsed = codec.query_from_proto(message.parsed)
             scope = codec.scope_from_proto(message.scope, parsed) if message.scope_set else None
-            candidates, head = self.runtime.af.rank(query, parsed, scope, config, k)
+            candidates, head = self.runtime.af.rank(plan.af_query(query), parsed, scope, plan.config, k)
+            if plan.sage is not None and not plan.reranks:
+                candidates = _sage(self.runtime).expand(query, plan.sage, candidates, k)
+                head = 0  # nothing left for step 8 (it would not have changed the seeds)
         else:
             candidates = self.runtime.strategies[message.strategy].retrieve(query, k)[:k]
             head = len(candidates)
@@ -262,14 +328,17 @@ class RerankStage(_Stage):
 
     role, input_topic, output_topic = "reranker", topics.RANKED, topics.ANSWER
 
-    def process(self, message: StageMessage) -> StageOutput:
+    def _process(self, message: StageMessage) -> StageOutput:
         query = open_query(message, self.runtime.encoder)
         candidates = codec.candidates_from_proto(message.candidates)
-        if message.strategy == "af":
-            config = _af_config(self.runtime, message, query)
+        plan = af_plan(self.runtime, message)
+        if plan is not None:
             parsed = codec.query_from_proto(message.parsed) if message.parsed_set else None
-            candidates = self.runtime.af.rerank(query, parsed, candidates, message.rerank_count, config)
+            af_query = plan.af_query(query)
+            candidates = self.runtime.af.rerank(af_query, parsed, candidates, message.rerank_count, plan.config)
             _report_llm(self.role, query.notes.get("rerank_usage"), query.notes.get("rerank"))
+            if plan.sage is not None and plan.reranks:
+                candidates = _sage(self.runtime).expand(query, plan.sage, candidates, message.k)
         final = render(
             self.runtime.stores, query, message.strategy, message.k, candidates, _elapsed_start(message)
         )

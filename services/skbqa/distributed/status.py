@@ -48,8 +48,12 @@ def status_for(error: BaseException, request_id: str = "") -> tuple[int, str]:
     for cls, code in _TABLE:
         if isinstance(error, cls):
             return code, str(error).splitlines()[0] if str(error) else cls.__name__
-    logger.exception("internal error answering request %s", request_id, exc_info=error)
-    return INTERNAL, f"internal error (request {request_id}); the server log has the details"
+    # The class and the request id only: an exception's message or traceback (locals, arguments, a parser's
+    # excerpt) can quote the question. The traceback is there for whoever turns DEBUG on.
+    logger.error("internal error answering request %s: %s", request_id, type(error).__name__)
+    logger.debug("traceback of request %s", request_id, exc_info=error)
+    where = f" (request {request_id})" if request_id else ""
+    return INTERNAL, f"internal error{where}; the server log has the details"
 
 
 def code_name(code: int) -> str:

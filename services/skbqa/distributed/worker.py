@@ -8,6 +8,9 @@
 - A request whose deadline has passed is answered DEADLINE_EXCEEDED without computing.
 - Invalid input is answered at once (retrying cannot help); other failures are retried `max_attempts` times, then
   the request goes to the dead-letter topic with its error and the client gets the error as a status.
+
+Metrics besides the stage histograms: `skbqa_inflight{service=<role>}` while a message is handled, and the group's
+lag on the input topic (`skbqa_kafka_lag`, distributed/lag.py) every `lag_interval_s` while the worker runs.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from google.protobuf.message import DecodeError
 
 from skbqa.bus import topics
 from skbqa.bus.base import Bus, Consumer, Message
+from skbqa.distributed.lag import DEFAULT_INTERVAL_S, DEFAULT_TIMEOUT_S, LagExporter
 from skbqa.distributed.stages import AnswerEnvelope, StageCore, StageMessage, StageOutput, run_stage
 from skbqa.distributed.status import DEADLINE_EXCEEDED, INVALID_ARGUMENT, PERMANENT, status_for
 from skbqa.observability.metrics import get_metrics
@@ -55,7 +59,10 @@ class StageWorker:
         retry_backoff_s: float = 0.2,
         poll_timeout_s: float = 0.1,
         max_records: int = 16,
+        lag_interval_s: float = DEFAULT_INTERVAL_S,
+        lag_timeout_s: float = DEFAULT_TIMEOUT_S,
     ) -> None:
+        """`lag_interval_s` <= 0 turns the lag exporter off."""
         self.core = core
         self._bus = bus
         self.group = group or f"skbqa-{core.role}"
@@ -67,17 +74,40 @@ class StageWorker:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._metrics = get_metrics()
+        self.lag = (
+            LagExporter(
+                bus,
+                self.group,
+                [core.input_topic],
+                stage=core.role,
+                interval_s=lag_interval_s,
+                timeout_s=lag_timeout_s,
+            )
+            if lag_interval_s > 0
+            else None
+        )
         self.processed = 0
+        # Set once the consumer owns partitions: a service reports SERVING only then, so whoever restarts it (the
+        # stack, a rolling update) waits for the group join instead of stopping a member that is still joining,
+        # which would leave the group in a rebalance waiting for it (up to max_poll_interval_ms on tansu).
+        self.joined = threading.Event()
 
     # ------------------------------------------------------------------------------------------------ lifecycle
+
+    def wait_joined(self, timeout_s: float) -> bool:
+        return self.joined.wait(timeout_s)
 
     def start(self) -> StageWorker:
         self._thread = threading.Thread(target=self.run, name=f"skbqa-{self.core.role}-worker", daemon=True)
         self._thread.start()
+        if self.lag is not None:
+            self.lag.start()
         return self
 
     def stop(self, timeout_s: float = 5.0) -> None:
         self._stop.set()
+        if self.lag is not None:
+            self.lag.stop()
         if self._thread is not None:
             self._thread.join(timeout_s)
 
@@ -103,6 +133,8 @@ class StageWorker:
                 logger.warning("%s: poll failed: %s", self.core.role, exc)
                 self._stop.wait(0.5)
                 continue
+            if not self.joined.is_set() and consumer.assignment():
+                self.joined.set()
             done = []
             for message in batch:
                 if self._stop.is_set():
@@ -116,6 +148,10 @@ class StageWorker:
     # ------------------------------------------------------------------------------------------------ one message
 
     def handle(self, message: Message) -> None:
+        with self._metrics.inflight(self.core.role):
+            self._handle(message)
+
+    def _handle(self, message: Message) -> None:
         role = self.core.role
         if message.timestamp_ms:
             self._metrics.observe_queue_wait(role, max(0.0, time.time() - message.timestamp_ms / 1000))

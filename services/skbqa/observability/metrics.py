@@ -93,7 +93,12 @@ SPECS: tuple[MetricSpec, ...] = (
         REQUEST_BUCKETS,
     ),
     MetricSpec("skbqa_inflight", "gauge", "Requests or messages being processed now", ("service",)),
-    MetricSpec("skbqa_kafka_lag", "gauge", "Messages behind on this process's partitions", ("topic", "group")),
+    MetricSpec(
+        "skbqa_kafka_lag",
+        "gauge",
+        "Messages the consumer group has not committed on the topic (group-wide: each member reports it)",
+        ("topic", "group"),
+    ),
     MetricSpec("skbqa_llm_tokens_total", "counter", "LLM tokens by kind", ("kind", "component")),
     MetricSpec("skbqa_llm_calls_total", "counter", "LLM calls by outcome", ("component", "outcome")),
     MetricSpec(
@@ -175,7 +180,9 @@ class Metrics:
             self._labels("skbqa_request_seconds", rpc, status).observe(seconds)
 
     def set_lag(self, topic: str, group: str, lag: int) -> None:
-        """Messages behind, summed over the partitions this process consumes (the dashboard sums processes)."""
+        """The group's uncommitted messages on `topic`, summed over its partitions (`Bus.lag`; set periodically by
+        each stage worker's LagExporter). Every member of a group reports the same group-wide value, so aggregate
+        replicas with `max`, not `sum`."""
         self._labels("skbqa_kafka_lag", topic, group).set(lag)
 
     def count_llm(self, component: str, usage: Mapping[str, int]) -> None:

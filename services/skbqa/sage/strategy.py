@@ -69,6 +69,12 @@ class SageOptions:
         return parsed
 
 
+def base_query(query: QueryContext, options: SageOptions) -> QueryContext:
+    """The base strategy's view of the request: its own options; the question, embedding, timings and notes
+    are shared with the sage request's context."""
+    return replace(query, options=dict(options.base_options or {}))
+
+
 class SageStrategy:
     name = "sage"
 
@@ -99,12 +105,21 @@ class SageStrategy:
 
     def retrieve(self, query: QueryContext, k: int) -> list[Candidate]:
         options = SageOptions.parse(query.options, self._bases)
-        graph = self.graph()  # fail before running the base when the graph is missing
+        self.graph()  # fail before running the base when the graph is missing
+        query.embedding  # noqa: B018 -- embed once here, so the base's context below inherits the vector
+        ranked = self._bases[options.seed].retrieve(base_query(query, options), k)
+        return self.expand(query, options, ranked, k)
+
+    def expand(
+        self, query: QueryContext, options: SageOptions, ranked: list[Candidate], k: int
+    ) -> list[Candidate]:
+        """Listing 1 after the base: its first `seeds` answers, then k′ fused-ranked neighbours, then the rest of
+        its ranking. `ranked` is the base's finished list (af: after step 8). The distributed form calls this
+        in the ranking stage, or after step 8 in the reranker stage (skbqa.distributed.stages), so both forms
+        give the same list."""
+        graph = self.graph()
         n_seeds = min(options.seeds, k)
         n_prime = min(options.seeds if options.k_prime is None else options.k_prime, k - n_seeds)
-        query.embedding  # noqa: B018 -- embed once here, so the base's context below inherits the vector
-        base_query = replace(query, options=dict(options.base_options or {}))  # shares timings and notes
-        ranked = self._bases[options.seed].retrieve(base_query, k)
         seeds = ranked[:n_seeds]
         # The base's structured query, when it made one (af does; hybrid has none and always expands).
         skip = options.policy == "edge" and bool(query.notes.get("parsed", {}).get("triplets"))

@@ -15,7 +15,7 @@ from typing import Any
 
 import grpc
 
-from skbqa.common.errors import InvalidInputError, SkbqaError
+from skbqa.common.errors import InvalidInputError
 from skbqa.distributed import codec
 from skbqa.distributed.requests import new_request
 from skbqa.distributed.stages import AnswerEnvelope, StageMessage
@@ -133,6 +133,11 @@ class SkbqaServicer(api_pb2_grpc.SkbqaServicer):
                 )
                 if isinstance(error, _Aborted):
                     context.abort(_CODES[error.code], error.message)
+                if isinstance(error, Exception):
+                    # not left to grpc, which would log "Exception calling application: <message>" with the
+                    # traceback at ERROR, and an exception's message can quote the question
+                    internal, text = status_for(error)
+                    context.abort(_CODES[internal], text)
 
         return _Scope()
 
@@ -162,17 +167,26 @@ class SkbqaServicer(api_pb2_grpc.SkbqaServicer):
         if not self._slots.acquire(blocking=False):
             raise _Aborted(RESOURCE_EXHAUSTED, "too many requests in flight on this server; retry with backoff")
         try:
-            try:
-                waiter = self._backend.submit(message)
-            except SkbqaError as exc:  # the bus refused the request: nothing was accepted, say so
-                code, text = status_for(exc, message.request_id)
-                raise _Aborted(code, text) from None
-            try:
-                yield from self._events(message, waiter, timeout)
-            finally:
-                self._backend.forget(waiter)
+            with self._metrics.inflight("gateway"):
+                yield from self._submit_and_wait(message, timeout)
         finally:
             self._slots.release()
+
+    def _submit_and_wait(self, message: StageMessage, timeout: float) -> Iterator[api_pb2.AskResponse]:
+        try:
+            waiter = self._backend.submit(message)
+        except Exception as exc:  # the bus refused the request: nothing was accepted, say so
+            code, text = status_for(exc, message.request_id)
+            raise _Aborted(code, text) from None
+        try:
+            yield from self._events(message, waiter, timeout)
+        except _Aborted:
+            raise
+        except Exception as exc:  # e.g. an answer that does not decode: INTERNAL, logged without its text
+            code, text = status_for(exc, message.request_id)
+            raise _Aborted(code, text) from None
+        finally:
+            self._backend.forget(waiter)
 
     def _events(self, message: StageMessage, waiter: Waiter, timeout: float) -> Iterator[api_pb2.AskResponse]:
         deadline = time.monotonic() + timeout

@@ -11,11 +11,16 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from skbqa.server.call_guard import CallGuardInterceptor, ClientIdentifier
+from skbqa.server.limits import ClientLimiter, ClientLimits
 from skbqa.server.security import TlsSettings, TokenAuthInterceptor
 
 # Big enough that an oversized question reaches the servicer and gets INVALID_ARGUMENT with the limit in words;
 # beyond it gRPC itself answers RESOURCE_EXHAUSTED before reading the message.
 MAX_MESSAGE_BYTES = 2 * 1024 * 1024
+# Threads beyond the in-flight cap: health checks, IndexStatus and the quick refusals still get a thread when every
+# API slot is taken (otherwise they would queue behind the slow calls).
+SPARE_THREADS = 8
 
 
 @dataclass
@@ -44,22 +49,43 @@ def start_server(
     *,
     host: str = "127.0.0.1",
     port: int = 0,
-    max_workers: int = 16,
+    max_inflight: int = 64,
+    guard_inflight: bool = False,
     tls: TlsSettings | None = None,
     tokens: list[bytes] | None = None,
     health_port: int | None = None,
+    limits: ClientLimits | None = None,
+    service: str = "gateway",
 ) -> RunningServer:
     """`registrations`: (add_XServicer_to_server, servicer, full service name). Reports NOT_SERVING until the
-    caller says otherwise (after warm-up)."""
-    interceptors = [TokenAuthInterceptor(tokens)] if tokens else []
+    caller says otherwise (after warm-up).
+
+    `max_inflight` sizes the thread pool (plus SPARE_THREADS) and gRPC refuses calls beyond the pool with
+    RESOURCE_EXHAUSTED instead of queueing them in the executor; `guard_inflight` also refuses API calls beyond
+    `max_inflight` here (for servicers without a cap of their own, like the stage services). `limits`: per-client
+    rate and concurrency (server/limits.py)."""
+    interceptors: list[grpc.ServerInterceptor] = [TokenAuthInterceptor(tokens)] if tokens else []
+    limiter = ClientLimiter(limits) if limits is not None and limits.enabled else None
+    if limiter is not None or guard_inflight:
+        # after the token check: unauthenticated calls neither spend a client's budget nor grow its table
+        interceptors.append(
+            CallGuardInterceptor(
+                service=service,
+                limiter=limiter,
+                max_inflight=max_inflight if guard_inflight else None,
+                identify=ClientIdentifier(tokens_on=bool(tokens)),
+            )
+        )
+    threads = max_inflight + SPARE_THREADS
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="skbqa-grpc"),
+        futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="skbqa-grpc"),
         interceptors=interceptors,
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", 16 * 1024 * 1024),
             ("grpc.so_reuseport", 0),
         ],
+        maximum_concurrent_rpcs=threads,
     )
     names = []
     for add, servicer, name in registrations:

@@ -16,12 +16,16 @@ from typing import Any
 
 from skbqa.distributed.settings import ServiceSettings
 from skbqa.server.grpc_server import RunningServer, start_server
-from skbqa.server.security import TlsSettings, read_tokens
+from skbqa.server.limits import ClientLimits
+from skbqa.server.security import security_options
 from skbqa.v1 import api_pb2
 
 logger = logging.getLogger(__name__)
 API_SERVICE = "skbqa.v1.Skbqa"
-STAGE_SERVICE = "skbqa.v1.Stage"
+
+
+# how long a stage waits for its consumer group to assign it partitions before it reports SERVING anyway
+JOIN_TIMEOUT_S = 60.0
 
 
 def index_status(settings: ServiceSettings, strategies: list[str]) -> api_pb2.IndexStatusResponse:
@@ -41,12 +45,18 @@ def index_status(settings: ServiceSettings, strategies: list[str]) -> api_pb2.In
     )
 
 
-def _security(settings: ServiceSettings) -> dict[str, Any]:
-    tls = None
-    if settings.tls_cert_file is not None and settings.tls_key_file is not None:
-        tls = TlsSettings(settings.tls_cert_file, settings.tls_key_file, settings.tls_client_ca_file)
-    tokens = read_tokens(settings.tokens_file) if settings.tokens_file else None
-    return {"tls": tls, "tokens": tokens, "health_port": settings.health_port}
+def _api_server(settings: ServiceSettings, servicer: Any, limits: ClientLimits | None) -> RunningServer:
+    from skbqa.v1 import api_pb2_grpc
+
+    return start_server(
+        [(api_pb2_grpc.add_SkbqaServicer_to_server, servicer, API_SERVICE)],
+        host=settings.host,
+        port=settings.port,
+        max_inflight=settings.max_inflight,  # the servicer refuses beyond it; the pool is sized to match
+        limits=limits,
+        service="gateway",
+        **security_options(settings),
+    )
 
 
 def _api_servicer(settings: ServiceSettings, backend: Any, gateway_id: str) -> Any:
@@ -87,22 +97,19 @@ def watch_health(server: RunningServer, probe: Callable[[], str], *, interval_s:
     return stop
 
 
-def start_embedded(settings: ServiceSettings) -> tuple[RunningServer, Callable[[], None]]:
-    """The whole pipeline in this process behind the public API. Returns the server and a stop function."""
+def start_embedded(
+    settings: ServiceSettings, *, limits: ClientLimits | None = None
+) -> tuple[RunningServer, Callable[[], None]]:
+    """The whole pipeline in this process behind the public API. Returns the server and a stop function.
+    `limits`: per-client request limits (None: off)."""
     from skbqa.distributed.local import LocalPipeline
     from skbqa.distributed.runtime import build_runtime
     from skbqa.server.backends import LocalBackend
-    from skbqa.v1 import api_pb2_grpc
 
     pipeline = LocalPipeline(build_runtime(settings))
     backend = LocalBackend(pipeline, workers=settings.workers)
     servicer = _api_servicer(settings, backend, "embedded")
-    server = start_server(
-        [(api_pb2_grpc.add_SkbqaServicer_to_server, servicer, API_SERVICE)],
-        host=settings.host,
-        port=settings.port,
-        **_security(settings),
-    )
+    server = _api_server(settings, servicer, limits)
     pipeline.warm()
     server.set_serving(True)
     watcher = watch_health(server, pipeline.probe)
@@ -116,21 +123,15 @@ def start_embedded(settings: ServiceSettings) -> tuple[RunningServer, Callable[[
 
 
 def start_gateway(
-    settings: ServiceSettings, *, ready_timeout_s: float = 60.0
+    settings: ServiceSettings, *, ready_timeout_s: float = 60.0, limits: ClientLimits | None = None
 ) -> tuple[RunningServer, Callable[[], None]]:
     from skbqa.bus.kafka import bus_from_url
     from skbqa.server.bus_backend import BusBackend
-    from skbqa.v1 import api_pb2_grpc
 
     bus = bus_from_url(settings.bus_url)
     backend = BusBackend(bus)
     servicer = _api_servicer(settings, backend, backend.gateway_id)
-    server = start_server(
-        [(api_pb2_grpc.add_SkbqaServicer_to_server, servicer, API_SERVICE)],
-        host=settings.host,
-        port=settings.port,
-        **_security(settings),
-    )
+    server = _api_server(settings, servicer, limits)
     if not backend.wait_ready(ready_timeout_s):
         logger.warning("gateway: answer consumer not assigned after %.0f s; serving anyway", ready_timeout_s)
     server.set_serving(True)
@@ -143,26 +144,25 @@ def start_gateway(
     return server, stop
 
 
-def start_stage(settings: ServiceSettings) -> tuple[RunningServer, Callable[[], None]]:
+def start_stage(
+    settings: ServiceSettings, *, limits: ClientLimits | None = None
+) -> tuple[RunningServer, Callable[[], None]]:
     from skbqa.bus.kafka import bus_from_url
     from skbqa.bus.topics import ALL as ALL_TOPICS
     from skbqa.distributed.runtime import build_runtime
-    from skbqa.distributed.stage_service import StageServicer
     from skbqa.distributed.stages import build_stage
     from skbqa.distributed.worker import StageWorker
-    from skbqa.v1 import stages_pb2_grpc
+    from skbqa.server.stage_server import start_stage_server
 
     assert settings.role is not None
     core = build_stage(settings.role, build_runtime(settings))
-    server = start_server(
-        [(stages_pb2_grpc.add_StageServicer_to_server, StageServicer(core), STAGE_SERVICE)],
-        host=settings.host,
-        port=settings.port,
-    )
+    server = start_stage_server(core, settings, limits=limits)
     core.warm()
     bus = bus_from_url(settings.bus_url)
     bus.ensure_topics(ALL_TOPICS)
-    worker = StageWorker(core, bus).start()
+    worker = StageWorker(core, bus, lag_interval_s=settings.lag_interval_s).start()
+    if not worker.wait_joined(JOIN_TIMEOUT_S):  # e.g. more replicas than partitions: this one stands by
+        logger.warning("%s: no partitions assigned after %.0f s; serving anyway", settings.role, JOIN_TIMEOUT_S)
     server.set_serving(True)
     watcher = watch_health(server, core.probe)
 
@@ -194,7 +194,9 @@ def _stop_ray() -> None:
             ray.shutdown()
 
 
-def start_all_in_one(settings: ServiceSettings) -> tuple[RunningServer, Callable[[], None]]:
+def start_all_in_one(
+    settings: ServiceSettings, *, limits: ClientLimits | None = None
+) -> tuple[RunningServer, Callable[[], None]]:
     """The gateway and one worker per stage in this process, sharing one runtime, over `settings.bus_url`:
     the distributed code path (bus, workers, answer routing) without separate processes."""
     from skbqa.bus.kafka import bus_from_url
@@ -203,7 +205,6 @@ def start_all_in_one(settings: ServiceSettings) -> tuple[RunningServer, Callable
     from skbqa.distributed.stages import ROLES, build_stage
     from skbqa.distributed.worker import StageWorker
     from skbqa.server.bus_backend import BusBackend
-    from skbqa.v1 import api_pb2_grpc
 
     runtime = build_runtime(settings)
     cores = [build_stage(role, runtime) for role in ROLES]
@@ -211,15 +212,15 @@ def start_all_in_one(settings: ServiceSettings) -> tuple[RunningServer, Callable
         core.warm()
     bus = bus_from_url(settings.bus_url)
     bus.ensure_topics(ALL_TOPICS)
-    workers = [StageWorker(core, bus).start() for core in cores]
+    workers = [StageWorker(core, bus, lag_interval_s=settings.lag_interval_s).start() for core in cores]
+    for worker in workers:
+        if not worker.wait_joined(JOIN_TIMEOUT_S):
+            logger.warning(
+                "%s: no partitions assigned after %.0f s; serving anyway", worker.core.role, JOIN_TIMEOUT_S
+            )
     backend = BusBackend(bus)
     servicer = _api_servicer(settings, backend, backend.gateway_id)
-    server = start_server(
-        [(api_pb2_grpc.add_SkbqaServicer_to_server, servicer, API_SERVICE)],
-        host=settings.host,
-        port=settings.port,
-        **_security(settings),
-    )
+    server = _api_server(settings, servicer, limits)
     backend.wait_ready(60.0)
     server.set_serving(True)
 
@@ -234,22 +235,24 @@ def start_all_in_one(settings: ServiceSettings) -> tuple[RunningServer, Callable
     return server, stop
 
 
-def serve(settings: ServiceSettings) -> int:
+def serve(settings: ServiceSettings, limits: ClientLimits | None = None) -> int:
     """Run until SIGTERM/SIGINT. Prints one line when serving (scripts and the stack wait for it)."""
     settings.validate()
+    if limits is not None:
+        limits.validate()
     if settings.metrics_port is not None:
         from skbqa.observability.metrics import get_metrics
 
         get_metrics().start_metrics_server(settings.metrics_port, settings.host)
     started = time.perf_counter()
     if settings.role is None:
-        server, stop = start_embedded(settings)
+        server, stop = start_embedded(settings, limits=limits)
     elif settings.role == "gateway":
-        server, stop = start_gateway(settings)
+        server, stop = start_gateway(settings, limits=limits)
     elif settings.role == "all":
-        server, stop = start_all_in_one(settings)
+        server, stop = start_all_in_one(settings, limits=limits)
     else:
-        server, stop = start_stage(settings)
+        server, stop = start_stage(settings, limits=limits)
     role = settings.role or "embedded"
     print(
         f"skbqa {role} serving on {settings.host}:{server.port} ({time.perf_counter() - started:.1f} s)",

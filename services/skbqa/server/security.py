@@ -1,4 +1,5 @@
-"""Gateway security settings: TLS (optionally mutual) and bearer-token authentication.
+"""Server security settings (the gateway and, when configured, the stage services): TLS (optionally mutual) and
+bearer-token authentication.
 
 Tokens come from a file (one per line, `#` comments; in a cluster a mounted Secret) and are compared in constant
 time. Health checks and reflection stay open so probes work without credentials; every `skbqa.v1` method needs a
@@ -16,6 +17,7 @@ from typing import Any
 import grpc
 
 from skbqa.common.errors import InvalidInputError
+from skbqa.distributed.settings import ServiceSettings
 
 OPEN_PREFIXES = ("/grpc.health.v1.", "/grpc.reflection.")
 
@@ -33,6 +35,15 @@ class TlsSettings:
         pair = (Path(self.key_file).read_bytes(), Path(self.cert_file).read_bytes())
         ca = Path(self.client_ca_file).read_bytes() if self.client_ca_file else None
         return grpc.ssl_server_credentials([pair], root_certificates=ca, require_client_auth=ca is not None)
+
+
+def security_options(settings: ServiceSettings) -> dict[str, Any]:
+    """`start_server` keyword arguments (tls, tokens, health_port) from a served process's settings."""
+    tls = None
+    if settings.tls_cert_file is not None and settings.tls_key_file is not None:
+        tls = TlsSettings(settings.tls_cert_file, settings.tls_key_file, settings.tls_client_ca_file)
+    tokens = read_tokens(settings.tokens_file) if settings.tokens_file else None
+    return {"tls": tls, "tokens": tokens, "health_port": settings.health_port}
 
 
 def read_tokens(path: Path) -> list[bytes]:

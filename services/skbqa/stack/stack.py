@@ -258,17 +258,6 @@ class LocalStack:
         if process is not None:
             process.wait(timeout=5)
 
-    def restart_broker(self, *, down_s: float = 0.0) -> None:
-        """Kill the broker (SIGKILL, no clean shutdown) and start it again on the same port and data: with
-        `broker_storage="s3"` its topics, messages and committed offsets survive."""
-        port = next(r for r in self.records if r.name == "broker").ports["kafka"]
-        # SIGTERM, not SIGKILL: the launcher then stops its own children too (tansu, and s3rver, which runs in a
-        # process group of its own and would otherwise outlive it)
-        self.stop_one("broker")
-        time.sleep(down_s)
-        self._start_broker(port)
-        self._save()
-
     # ------------------------------------------------------------------------------------------------ down
 
     def down(self) -> list[str]:

@@ -17,6 +17,7 @@ backoff (reconnecting after a transport error); after that, as for any other bac
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -137,11 +138,13 @@ def parse_nebula_url(url: str) -> NebulaSettings:
     if not space or "/" in space:
         raise ValueError(f"the NebulaGraph URL must name one space: nebula://host:port/space, not {url!r}")
     ngql.quote_ident(space)
+    # Credentials belong in a Secret, not in a URL that lands in values and logs: SKBQA_NEBULA_USER / _PASSWORD
+    # (the chart sets them from an existing Secret) apply when the URL carries none.
     return NebulaSettings(
         parse_addresses(hosts),
         space,
-        user=unquote(user) or DEFAULT_USER,
-        password=unquote(password) or DEFAULT_PASSWORD,
+        user=unquote(user) or os.environ.get("SKBQA_NEBULA_USER") or DEFAULT_USER,
+        password=unquote(password) or os.environ.get("SKBQA_NEBULA_PASSWORD") or DEFAULT_PASSWORD,
     )
 
 
