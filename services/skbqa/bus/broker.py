@@ -366,36 +366,29 @@ def _accepts(bootstrap: str) -> bool:
 
 def _create_bucket(child: _Child, port: int, timeout_s: float) -> None:
     """Until moto answers, then create the bucket (moto takes an unsigned CreateBucket)."""
-    url = f"http://{HOST}:{port}/{BUCKET}"
+    _until_bucket_answers(child, port, timeout_s, method="PUT", what="create")
+
+
+def _wait_for_s3(child: _Child, port: int, timeout_s: float) -> None:
+    """Until s3rver lists the bucket (HTTP 200 on /tansu), or raise."""
+    _until_bucket_answers(child, port, timeout_s, method="GET", what="serve")
+
+
+def _until_bucket_answers(child: _Child, port: int, timeout_s: float, *, method: str, what: str) -> None:
+    """Send `method` to the bucket's URL until it answers 200; raise when the child dies or time runs out."""
+    request = urllib.request.Request(f"http://{HOST}:{port}/{BUCKET}", method=method)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if not child.alive():
             raise child.failure(f"exited (status {child.process.returncode}) before serving")
         try:
-            with urllib.request.urlopen(urllib.request.Request(url, method="PUT"), timeout=2) as response:
+            with urllib.request.urlopen(request, timeout=2) as response:
                 if response.status == 200:
                     return
         except (urllib.error.URLError, OSError):
             pass
         time.sleep(0.2)
-    raise child.failure(f"did not create bucket {BUCKET!r} on {HOST}:{port} within {timeout_s:.0f} s")
-
-
-def _wait_for_s3(child: _Child, port: int, timeout_s: float) -> None:
-    """Until s3rver lists the bucket (HTTP 200 on /tansu), or raise."""
-    url = f"http://{HOST}:{port}/{BUCKET}"
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not child.alive():
-            raise child.failure(f"({S3RVER}) exited (status {child.process.returncode}) before serving")
-        try:
-            with urllib.request.urlopen(url, timeout=1) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.2)
-    raise child.failure(f"did not serve bucket {BUCKET!r} on {HOST}:{port} within {timeout_s:.0f} s")
+    raise child.failure(f"did not {what} bucket {BUCKET!r} on {HOST}:{port} within {timeout_s:.0f} s")
 
 
 def start_tansu(
