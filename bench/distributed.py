@@ -185,7 +185,11 @@ def main() -> None:
         finally:
             stack.down()
     with tempfile.TemporaryDirectory() as tmp:
-        stack = LocalStack(StackOptions(index=args.index, directory=Path(tmp), gateway_port=0, triton=False))
+        # Ray off too: with the default reranker option ("none") no request reaches it, and a fourth Ray start in
+        # one run once failed to come up (a leftover of the previous stack's instance)
+        stack = LocalStack(
+            StackOptions(index=args.index, directory=Path(tmp), gateway_port=0, triton=False, ray=False)
+        )
         stack.up()
         try:
             times, _ = _latencies(stack.ports["gateway"], questions, args.rounds)

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # System packages the integration tests start as real servers. Installs only what is missing:
 # - the Debian prometheus binary (the metrics scrape tests);
-# - the S3 emulator s3rver (npm s3rver@3.7.1), the durable broker storage of the fault tests and `stack up --durable`,
-#   into $SKBQA_NODE_PREFIX (default ~/.cache/skbqa/node), where skbqa.bus.broker looks for it first. Installing it
-#   here, rather than letting `npx` fetch it during a test, keeps the tests off the network and their timing honest.
+# - the S3 emulator s3rver (npm s3rver@3.7.1): the on-disk alternative to moto (the default S3 store of the durable
+#   broker, a Python package) that tests/integration/test_kafka_bus.py also checks; into $SKBQA_NODE_PREFIX (default
+#   ~/.cache/skbqa/node), where skbqa.bus.broker looks for it first. Installing it here, rather than letting `npx`
+#   fetch it during a test, keeps the tests off the network and their timing honest.
 set -euo pipefail
 S3RVER_VERSION="3.7.1"
 NODE_PREFIX="${SKBQA_NODE_PREFIX:-${XDG_CACHE_HOME:-$HOME/.cache}/skbqa/node}"
