@@ -34,6 +34,7 @@ from skbqa.reranker.ray_serve import (
     RerankRequest,
     RerankResponse,
     deploy_reranker,
+    start_local_ray,
 )
 from skbqa.reranker.registry import build_reranker
 from skbqa.stores.index import IndexStores, open_index
@@ -122,9 +123,8 @@ def ray_local() -> Iterator[None]:
     serve = pytest.importorskip("ray.serve")
     previous = os.environ.get("RAY_AUTH_MODE")
     os.environ["RAY_AUTH_MODE"] = "disabled"
-    os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")  # the default 30 s is short on a busy box
     # address="local": always a fresh private Ray, never a cluster another process on this machine started.
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    start_local_ray(num_cpus=2)
     try:
         yield
     finally:

@@ -98,19 +98,21 @@ def ray_rerankers(settings: ServiceSettings) -> dict[str, Reranker]:
     """Step 8 on Ray Serve: the `local` reranker (and the LLM rerankers with an LLM) as Serve deployments with
     `@serve.batch`. `ray_address` "local" starts a Ray instance owned by this process (2 CPUs, no dashboard);
     anything else connects to that cluster."""
-    import os
 
     import ray
 
-    from skbqa.reranker.ray_serve import RayRerankerSettings, RayServeReranker, connect_reranker, deploy_reranker
+    from skbqa.reranker.ray_serve import (
+        RayRerankerSettings,
+        RayServeReranker,
+        connect_reranker,
+        deploy_reranker,
+        start_local_ray,
+    )
 
     local = settings.ray_address == "local"
     if not ray.is_initialized():
         if local:
-            os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a private instance on 127.0.0.1
-            # Ray's GCS gets 30 s to start by default; a busy 2-core box can need more
-            os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")
-            ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+            start_local_ray(num_cpus=2)  # a private instance on 127.0.0.1
         else:
             ray.init(address=settings.ray_address, log_to_driver=False)
     llm = None

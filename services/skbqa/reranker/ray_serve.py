@@ -294,6 +294,27 @@ def app_builder(args: dict[str, Any]) -> Any:
     return reranker_deployment(settings).bind(str(index_dir), settings, None)
 
 
+def start_local_ray(num_cpus: int = 2, *, attempts: int = 2) -> None:
+    """A private Ray on this machine (127.0.0.1, no dashboard, token auth off). Ray waits a fixed 30 s for its
+    raylet to register; on a busy 2-core box that start has timed out once in a full test run (the raylet never
+    came up), so a failed start is shut down and tried again, `attempts` times in all."""
+    import os
+
+    import ray
+
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")  # the GCS default, 30 s, is short here too
+    for attempt in range(1, attempts + 1):
+        try:
+            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
+            return
+        except Exception as exc:
+            ray.shutdown()  # stop whatever half-started, so the next try begins clean
+            if attempt == attempts:
+                raise
+            logger.warning("local Ray did not start (%s); trying again", str(exc).splitlines()[0])
+
+
 def deploy_reranker(
     index_dir: Path | str, settings: RayRerankerSettings | None = None, *, llm: LlmSettings | None = None
 ) -> Any:
