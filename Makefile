@@ -54,7 +54,8 @@ LOADTEST_USERS ?= 4
 LOADTEST_RUN_TIME ?= 20s
 loadtest: $(VENV)/.installed-dev ## bounded headless Locust run against an embedded server on the sample index
 	@test -f $(INDEX)/manifest.json || $(BIN)/skbqa ingest data/biomed-sample --index $(INDEX)
-	scripts/loadtest_embedded.sh $(INDEX) $(LOADTEST_USERS) $(LOADTEST_RUN_TIME)
+	$(BIN)/python loadtest/record.py embedded --index $(INDEX) --users $(LOADTEST_USERS) \
+		--run-time $(LOADTEST_RUN_TIME) --out loadtest/results/embedded.json
 
 stack-up: $(VENV)/.installed-dev ## the local distributed stack (broker, Triton, one process per service, Ray, Prometheus)
 	@test -f $(INDEX)/manifest.json || $(BIN)/skbqa ingest data/biomed-sample --index $(INDEX)

@@ -69,15 +69,12 @@ def _throughput(port: int, questions: list[str], clients: int, total: int) -> fl
 
 def _hop_p50(stack: LocalStack, hops: int = 60) -> float:
     """p50 of one publish → fetch hop on the stack's own broker, with the services' bus settings."""
-    import inspect
-
     from kafka_hop import hop_latency  # bench/kafka_hop.py, beside this script
 
-    from skbqa.bus.kafka import KafkaBus
+    from skbqa.bus.kafka import DEFAULT_FETCH_MAX_WAIT_MS
 
-    wait_ms = inspect.signature(KafkaBus).parameters["fetch_max_wait_ms"].default
     bootstrap = stack.ports["bus"].removeprefix("kafka://")
-    return float(hop_latency(bootstrap, wait_ms, hops)["p50_ms"])
+    return float(hop_latency(bootstrap, DEFAULT_FETCH_MAX_WAIT_MS, hops)["p50_ms"])
 
 
 def _summary(times: list[float]) -> dict[str, float]:

@@ -55,7 +55,7 @@ def embedded(index: Path) -> Iterator[str]:
                 yield f"{match.group(1)}:{match.group(2)}"
                 return
             time.sleep(0.5)
-        raise SystemExit(f"skbqa serve did not report its address; see {log}")
+        raise RuntimeError(f"skbqa serve did not report its address; see {log}")
     finally:
         process.send_signal(signal.SIGTERM)
         try:

@@ -10,12 +10,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import re
-import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,47 +23,21 @@ if importlib.util.find_spec("locust") is None:
     pytest.skip("locust is not installed (pip install 'skbqa[loadtest]')", allow_module_level=True)
 pytest.importorskip("grpc")
 
+from loadtest.record import embedded
+
 from tests.conftest import SAMPLE_BUNDLE
 
 ROOT = Path(__file__).resolve().parents[2]
 HEADLESS = ROOT / "loadtest" / "headless.py"
 QUESTIONS = ROOT / "loadtest" / "questions.txt"
-SERVING = re.compile(r"serving on ([\d.]+):(\d+)")
 
 
 @pytest.fixture(scope="module")
 def embedded_server(biomed_sample_engine) -> Iterator[str]:
-    """`skbqa serve --index DIR --host 127.0.0.1 --port 0` over the ingested sample; yields HOST:PORT."""
-    index = biomed_sample_engine.stores.directory
-    process = subprocess.Popen(
-        [sys.executable, "-m", "skbqa", "serve", "--index", str(index), "--host", "127.0.0.1", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        cwd=ROOT,
-    )
-    try:
-        assert process.stdout is not None
-        deadline = time.monotonic() + 120
-        address = None
-        seen = []
-        while time.monotonic() < deadline:
-            line = process.stdout.readline()
-            if not line:
-                break
-            seen.append(line)
-            if match := SERVING.search(line):
-                address = f"{match.group(1)}:{match.group(2)}"
-                break
-        assert address, "skbqa serve did not start:\n" + "".join(seen[-30:])
+    """`skbqa serve --index DIR --host 127.0.0.1 --port 0` over the ingested sample (loadtest/record.py's own
+    start-up and shutdown, the ones the recorded figures used); yields HOST:PORT."""
+    with embedded(biomed_sample_engine.stores.directory) as address:
         yield address
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def run_headless(host: str, out: Path, run_time: str, users: int = 4) -> tuple[int, dict, str]:

@@ -59,6 +59,8 @@ T = TypeVar("T")
 logger = logging.getLogger(__name__)
 
 _MESSAGE_LIMIT = 200  # characters of a client error kept in our one-line message
+# how long the broker holds an empty fetch; on tansu also a hop's latency floor (docs/kafka.md)
+DEFAULT_FETCH_MAX_WAIT_MS = 20
 _PROBE_TIMEOUT_S = 3.0  # bound on the end-offset correction fetch in `lag`
 
 
@@ -97,7 +99,7 @@ class KafkaBus:
         publish_timeout_s: float = 10.0,
         join_timeout_s: float | None = None,
         linger_ms: int = 1,
-        fetch_max_wait_ms: int = 20,
+        fetch_max_wait_ms: int = DEFAULT_FETCH_MAX_WAIT_MS,
         max_poll_interval_ms: int = 300_000,
         security: Mapping[str, Any] | None = None,
     ) -> None:
