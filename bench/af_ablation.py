@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from skbqa.embedded.engine import EmbeddedEngine
+from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.eval.runner import compare, evaluate_strategy
 from skbqa.skb.model import QAItem
 from skbqa.skb.qa import load_qa

@@ -21,7 +21,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from skbqa.embedded.engine import EmbeddedEngine
+from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.eval.metrics import mean_metrics, percentiles, question_metrics
 from skbqa.eval.specs import parse_spec, split_specs
 from skbqa.models.openai_chat import OpenAIChatModel
@@ -191,8 +191,8 @@ def main() -> int:
     if args.rerank_deadline is not None:
         # AfConfig.rerank_deadline_s is not read by anything, so the deadline can only be set by building the
         # rerankers here (the same classes the engine builds, with LlmRerankSettings(deadline=...)).
-        from skbqa.reranker.llm_common import LlmRerankSettings
-        from skbqa.reranker.registry import LLM_RERANKERS, RerankerSettings, build_reranker
+        from skbqa.stages.rerank.llm_common import LlmRerankSettings
+        from skbqa.stages.rerank.registry import LLM_RERANKERS, RerankerSettings, build_reranker
         from skbqa.strategies.af import AfStrategy
 
         settings = RerankerSettings(

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from skbqa.demo import index_is_current
-from skbqa.embedded.engine import EmbeddedEngine
+from skbqa.cli.demo import index_is_current
+from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.eval.runner import compare, evaluate_strategy
 from skbqa.ingest.documents import embedding_documents
 from skbqa.models.local_encoder import load_encoder
@@ -67,7 +67,7 @@ def main() -> int:
     encoder_name = load_encoder(args.encoder).name
     if args.force_ingest or not index_is_current(args.bundle, args.index, encoder_name):
         started = time.perf_counter()
-        cmd = [sys.executable, "-m", "skbqa.cli", "ingest", str(args.bundle), "--index", str(args.index)]
+        cmd = [sys.executable, "-m", "skbqa.cli.main", "ingest", str(args.bundle), "--index", str(args.index)]
         subprocess.run([*cmd, "--encoder", args.encoder, "--force"], check=True)
         result["ingest_wall_seconds"] = round(time.perf_counter() - started, 1)
         result["ingest_peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)

@@ -29,9 +29,9 @@ from typing import Any
 import grpc
 import numpy as np
 
-from skbqa.distributed.settings import ServiceSettings
-from skbqa.server.run import start_all_in_one, start_embedded
-from skbqa.stack.stack import LocalStack, StackOptions
+from skbqa.devstack.stack import LocalStack, StackOptions
+from skbqa.serving.run import start_all_in_one, start_embedded
+from skbqa.serving.settings import ServiceSettings
 from skbqa.v1 import api_pb2, api_pb2_grpc
 
 STAGES = ("parser", "symbols", "grounding", "ranking", "reranker")

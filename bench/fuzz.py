@@ -1,6 +1,6 @@
 """Fuzz campaign for the two question parsers: the Cypher parser for LLM output and the encoder parser (no LLM).
 
-Both read untrusted text and are documented never to raise on it (`skbqa.parser.base`, `skbqa.parser.cypher`):
+Both read untrusted text and are documented never to raise on it (`skbqa.stages.parse.base`, `skbqa.stages.parse.cypher.parser`):
 bad input is dropped and recorded in `StructuredQuery.warnings`. So *any* exception escaping `parse_cypher`,
 `parse_cypher_or_error` or `EncoderParser.parse` counts as unhandled. The Cypher parser also has a last-resort
 safety net that turns an internal exception into an "internal parser error" warning; those are counted
@@ -54,7 +54,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # tests.helpers (the hashing encoder)
 DEFAULT_BUNDLE = ROOT / "data" / "biomed-sample"
 DEFAULT_OUT = ROOT / "bench" / "results" / "fuzz.json"
-MAX_QUESTION_CHARS = 4000  # skbqa.pipeline.MAX_QUESTION_CHARS: longer questions never reach a parser
+MAX_QUESTION_CHARS = 4000  # skbqa.engine.answers.MAX_QUESTION_CHARS: longer questions never reach a parser
 EXAMPLES_PER_SIGNATURE = 3
 SLOWEST_KEPT = 8
 
@@ -581,7 +581,7 @@ class QuestionGenerator:
 
 
 def cypher_invariants(query: Any, schema: Any) -> list[str]:
-    from skbqa.parser.cypher import MAX_ALTERNATIVES, MAX_HOPS
+    from skbqa.stages.parse.cypher.parser import MAX_ALTERNATIVES, MAX_HOPS
 
     problems = []
     if len(query.alternatives) > MAX_ALTERNATIVES:
@@ -742,7 +742,7 @@ class Skb:
 
 
 def load_skb_under_test(name: str, bundle: Path, workdir: Path, encoder: Any, seed: int) -> Skb:
-    from skbqa.embedded.engine import EmbeddedEngine
+    from skbqa.engine.embedded import EmbeddedEngine
     from skbqa.ingest.builder import ingest
 
     index = workdir / f"index-{name}"
@@ -794,7 +794,7 @@ class Harness:
         return lambda name, known: rng.choice([None, 3, "not a type", b"bytes", [name], name])
 
     def run_cypher(self, rng: random.Random, skb: Skb, generator: str, text: str) -> None:
-        from skbqa.parser.cypher import parse_cypher, parse_cypher_or_error
+        from skbqa.stages.parse.cypher.parser import parse_cypher, parse_cypher_or_error
 
         f = self.cypher
         f.inputs += 1
@@ -837,8 +837,8 @@ class Harness:
 
     def run_encoder(self, rng: random.Random, skb: Skb, generator: str, text: str) -> None:
         from skbqa.common.errors import InvalidInputError
-        from skbqa.pipeline import clean_question
-        from skbqa.strategies.base import QueryContext
+        from skbqa.engine.answers import clean_question
+        from skbqa.query.context import QueryContext
 
         f = self.encoder_findings
         if rng.random() < 0.3:
@@ -868,9 +868,9 @@ class Harness:
 
 def _unguarded_traceback(text: str, schema: Any, mode: str) -> str:
     """Re-run the Cypher parser's stages without its safety net, for the traceback of an internal error."""
-    from skbqa.parser.cypher import _Builder
-    from skbqa.parser.cypher_lexer import extract_cypher, tokenize
-    from skbqa.parser.cypher_syntax import Parser
+    from skbqa.stages.parse.cypher.lexer import extract_cypher, tokenize
+    from skbqa.stages.parse.cypher.parser import _Builder
+    from skbqa.stages.parse.cypher.statements import Parser
 
     warnings: list[str] = []
     try:
@@ -986,9 +986,7 @@ def atheris_child(args: argparse.Namespace) -> None:
     import atheris
 
     with atheris.instrument_imports(include=["skbqa"]):
-        import skbqa.parser.cypher
-        import skbqa.parser.encoder_parser
-        import skbqa.pipeline  # noqa: F401
+        pass
     logging.disable(logging.WARNING)
     workdir = Path(tempfile.mkdtemp(prefix="skbqa-atheris-"))
     harness = Harness(args.bundle, args.synth_nodes, workdir, args.seed)

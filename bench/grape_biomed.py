@@ -10,7 +10,7 @@ Run from the repo root:
 2. every strategy answers the same questions (depth 100 for MRR), ratios against bm25 measured in the same run;
 3. GRAPE's own figures per question: model calls (batched scorer + judge invocations), continuations scored,
    beam expansions, seconds in GRAPE itself, how many answers came from the af fill, and the fallback reasons.
-The strategy is registered in the engine here; the CLI's registration lives in embedded/engine.py.
+The strategy is registered in the engine here; the CLI's registration lives in engine/embedded.py.
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from skbqa.embedded.engine import EmbeddedEngine
+from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.eval.runner import compare, evaluate_strategy
-from skbqa.grape.models import load_models
-from skbqa.grape.strategy import GrapeStrategy
-from skbqa.grape.training import TrainSettings, train_grape
+from skbqa.query.context import Candidate, QueryContext
 from skbqa.skb.qa import load_qa
 from skbqa.strategies.af import AfStrategy
-from skbqa.strategies.base import Candidate, QueryContext
+from skbqa.strategies.grape.models import load_models
+from skbqa.strategies.grape.strategy import GrapeStrategy
+from skbqa.strategies.grape.training import TrainSettings, train_grape
 
 STRATEGIES = ["bm25", "vss", "af", "grape"]
 

@@ -21,8 +21,8 @@ from typing import Any
 import psutil
 
 from skbqa.bus.base import Consumer
-from skbqa.bus.broker import start_tansu
 from skbqa.bus.kafka import KafkaBus
+from skbqa.devstack.tansu import start_tansu
 
 IDLE_CONSUMERS = 6  # one per consuming service of the pipeline (five stages and the gateway)
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from skbqa.embedded.engine import EmbeddedEngine
+from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.eval.metrics import percentiles
 from skbqa.skb.qa import load_qa
 
@@ -48,7 +48,7 @@ def dense_add_at_scores(self: Any, query: str) -> np.ndarray:
 
 
 def switch(before: bool, base: str, saved: dict[str, Any]) -> None:
-    import skbqa.grounding.core as core
+    import skbqa.stages.grounding.algorithm as core
     import skbqa.strategies.af as af
     import skbqa.strategies.hybrid as hybrid
     from skbqa.stores.text.bm25 import Bm25Index

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from skbqa.embedded.engine import EmbeddedEngine
+from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.eval.metrics import mean_metrics, question_metrics
 from skbqa.models.index_encoder import encoder_for_index
 from skbqa.skb.qa import load_qa

@@ -22,20 +22,20 @@ from typing import Any
 
 import numpy as np
 
-from skbqa.cli_sage import print_build_report
+from skbqa.cli.sage import print_build_report
 from skbqa.common.resources import peak_rss_mib
-from skbqa.embedded.engine import EmbeddedEngine
+from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.eval.runner import compare, evaluate_strategy
 from skbqa.eval.specs import parse_spec, split_specs
-from skbqa.sage import signals as sig
-from skbqa.sage.ann import IvfIndex, exact_top_m, recall_at_m
-from skbqa.sage.graph_build import SageBuildConfig, build_for_index, unit_rows
-from skbqa.sage.store import SageGraph
-from skbqa.sage.strategy import SageStrategy
+from skbqa.query.context import Candidate, QueryContext
 from skbqa.skb.qa import load_qa
 from skbqa.stores.nodes import NodeTable
 from skbqa.stores.vectors.exact import ExactIndex
-from skbqa.strategies.base import Candidate, QueryContext
+from skbqa.strategies.sage import signals as sig
+from skbqa.strategies.sage.ann import IvfIndex, exact_top_m, recall_at_m
+from skbqa.strategies.sage.graph_build import SageBuildConfig, build_for_index, unit_rows
+from skbqa.strategies.sage.store import SageGraph
+from skbqa.strategies.sage.strategy import SageStrategy
 
 DEFAULT_STRATEGIES = (
     "bm25,vss,hybrid,af,"

@@ -64,7 +64,7 @@ def run_child(cmd: list[str]) -> dict[str, float]:
 
 
 def skbqa(*args: str) -> list[str]:
-    return [sys.executable, "-m", "skbqa.cli", *args]
+    return [sys.executable, "-m", "skbqa.cli.main", *args]
 
 
 # ------------------------------------------------------------------------------------------------ child: graph
@@ -104,7 +104,7 @@ def graph_load(bundle: Path) -> None:
 
 def open_engine(index: Path) -> tuple[Any, dict[str, Any]]:
     """Open the index store by store, recording time and RSS growth of each (then the engine over them)."""
-    from skbqa.embedded.engine import EmbeddedEngine
+    from skbqa.engine.embedded import EmbeddedEngine
     from skbqa.models.index_encoder import encoder_for_index
     from skbqa.stores.graph.csr import CsrGraph
     from skbqa.stores.index import EMBEDDING_SETS, IndexStores, load_vector_set, read_manifest

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer
 
-from skbqa.embedded.engine import EmbeddedEngine, build_strategies
+from skbqa.engine.embedded import EmbeddedEngine, build_strategies
 from skbqa.eval.runner import compare, evaluate_strategy
 from skbqa.ingest.documents import relation_documents
 from skbqa.models.local_encoder import load_encoder, packaged_model_dir

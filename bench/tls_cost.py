@@ -27,16 +27,16 @@ from typing import Any
 import grpc
 import numpy as np
 
-from skbqa.distributed.local import LocalPipeline
-from skbqa.distributed.runtime import build_runtime
-from skbqa.distributed.settings import ServiceSettings
-from skbqa.embedded.engine import DEFAULT_STRATEGY, STRATEGY_NAMES
-from skbqa.server.api import SkbqaServicer
-from skbqa.server.backends import LocalBackend
-from skbqa.server.grpc_server import RunningServer, start_server
-from skbqa.server.limits import ClientLimits
-from skbqa.server.run import API_SERVICE, index_status
-from skbqa.server.security import TlsSettings
+from skbqa.engine.embedded import DEFAULT_STRATEGY, STRATEGY_NAMES
+from skbqa.serving.gateway.api import SkbqaServicer
+from skbqa.serving.gateway.backends import LocalBackend
+from skbqa.serving.gateway.limits import ClientLimits
+from skbqa.serving.grpc_server import RunningServer, start_server
+from skbqa.serving.local_pipeline import LocalPipeline
+from skbqa.serving.run import API_SERVICE, index_status
+from skbqa.serving.runtime import build_runtime
+from skbqa.serving.security import TlsSettings
+from skbqa.serving.settings import ServiceSettings
 from skbqa.v1 import api_pb2, api_pb2_grpc
 
 TOKEN = "bench-token-0123456789abcdef0123"

@@ -3,7 +3,7 @@
 # - the Debian prometheus binary (the metrics scrape tests);
 # - the S3 emulator s3rver (npm s3rver@3.7.1): the on-disk alternative to moto (the default S3 store of the durable
 #   broker, a Python package) that tests/integration/test_kafka_bus.py also checks; into $SKBQA_NODE_PREFIX (default
-#   ~/.cache/skbqa/node), where skbqa.bus.broker looks for it first. Installing it here, rather than letting `npx`
+#   ~/.cache/skbqa/node), where skbqa.devstack.tansu looks for it first. Installing it here, rather than letting `npx`
 #   fetch it during a test, keeps the tests off the network and their timing honest.
 set -euo pipefail
 S3RVER_VERSION="3.7.1"

@@ -31,7 +31,7 @@ SAMPLE_BUNDLE = Path(__file__).resolve().parent.parent / "data" / "biomed-sample
 @pytest.fixture(scope="session")
 def biomed_sample_engine(tmp_path_factory: pytest.TempPathFactory, onnx_encoder):
     """The bundled real sample (3,043 nodes) ingested once per session with the default encoder (~35 s)."""
-    from skbqa.embedded.engine import EmbeddedEngine
+    from skbqa.engine.embedded import EmbeddedEngine
     from skbqa.ingest.builder import ingest
 
     index = tmp_path_factory.mktemp("biomed-sample") / "index"

@@ -127,8 +127,8 @@ def sample_with_sage(engine: Any, directory: Path) -> tuple[Any, Any, dict[str, 
     that point there, and the engine's strategy table with `sage` over them: (graph, stores, strategies)."""
     import dataclasses
 
-    from skbqa.sage.graph_build import build_sage_graph
-    from skbqa.sage.strategy import SageStrategy
+    from skbqa.strategies.sage.graph_build import build_sage_graph
+    from skbqa.strategies.sage.strategy import SageStrategy
 
     stores = engine.stores
     graph = build_sage_graph(

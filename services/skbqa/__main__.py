@@ -2,6 +2,6 @@
 
 import sys
 
-from skbqa.cli import main
+from skbqa.cli.main import main
 
 sys.exit(main())

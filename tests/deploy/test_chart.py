@@ -609,7 +609,7 @@ def test_kafka_lag_autoscaling_targets_each_stage_input_topic(rendered: dict[str
         env = {e["name"]: e.get("value") for e in main_container(rendered, ci, f"skbqa-{name}")["env"]}
         assert float(env["SKBQA_LAG_INTERVAL_S"]) > 0, name
     # the group label is the group the stage workers join (StageWorker's default)
-    worker = pytest.importorskip("skbqa.distributed.worker")
+    worker = pytest.importorskip("skbqa.serving.worker")
     assert 'f"skbqa-{core.role}"' in inspect.getsource(worker.StageWorker.__init__)
     # off by default: CPU only
     for hpa in objects(rendered, "defaults-values.yaml", "HorizontalPodAutoscaler"):
@@ -634,7 +634,7 @@ def _plain_env(container: dict[str, Any]) -> dict[str, str | None]:
 
 
 def test_inflight_client_limits_and_lag_interval_env(rendered: dict[str, list[dict[str, Any]]]) -> None:
-    """`skbqa serve` reads these variables (services/skbqa/cli_serve.py); the values reach each container."""
+    """`skbqa serve` reads these variables (services/skbqa/cli/serve.py); the values reach each container."""
     defaults = yaml.safe_load((CHART / "values.yaml").read_text())
     for name in SERVICES:
         env = _plain_env(main_container(rendered, "defaults-values.yaml", f"skbqa-{name}"))
@@ -663,7 +663,7 @@ def test_inflight_client_limits_and_lag_interval_env(rendered: dict[str, list[di
         assert env["SKBQA_MAX_INFLIGHT"] == str(values["serviceDefaults"]["maxInflight"]), name
         assert env["SKBQA_LAG_INTERVAL_S"] == str(values["serviceDefaults"]["lagIntervalSeconds"]), name
     # and skbqa's own parsing accepts what is rendered
-    cli_serve = pytest.importorskip("skbqa.cli_serve")
+    cli_serve = pytest.importorskip("skbqa.cli.serve")
     args = _skbqa_args(["serve", "--role", "gateway", "--index", "/index/current"])
     with pytest.MonkeyPatch.context() as patch:
         for var, value in gateway.items():
@@ -708,7 +708,7 @@ def test_internal_tls_on_the_stage_services(rendered: dict[str, list[dict[str, A
         grpc = next(p for p in service["spec"]["ports"] if p["name"] == "grpc")
         assert grpc["appProtocol"] == "grpc"  # TLS, not h2c
         # the stage process accepts exactly these variables (TLS needs both files; mutual TLS the CA too)
-        cli_serve = pytest.importorskip("skbqa.cli_serve")
+        cli_serve = pytest.importorskip("skbqa.cli.serve")
         with pytest.MonkeyPatch.context() as patch:
             for var, value in env.items():
                 if var.startswith("SKBQA_") and value is not None:
@@ -997,7 +997,7 @@ def _containers_by_name(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def _skbqa_args(args: list[str]) -> Any:
     """The rendered args parsed by skbqa's own CLI: a flag the CLI does not have fails here, not in the cluster."""
-    cli = pytest.importorskip("skbqa.cli")
+    cli = pytest.importorskip("skbqa.cli.main")
     return cli._parser().parse_args(args)
 
 

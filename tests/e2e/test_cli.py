@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def skbqa(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "skbqa.cli", *args],
+        [sys.executable, "-m", "skbqa.cli.main", *args],
         capture_output=True,
         text=True,
         timeout=900,
@@ -108,6 +108,37 @@ def test_eval_runs_an_ablation_in_one_process(synth_index: tuple[Path, Path], tm
     full = report["strategies"]["af[steps=1-7]"]["metrics"]
     assert full["hit@20"] >= report["strategies"]["af[steps=1+7]"]["metrics"]["hit@20"]
     assert full["hit@1"] > report["strategies"]["bm25"]["metrics"]["hit@1"]
+
+
+def test_eval_writes_per_question_records_and_a_family_breakdown(
+    synth_index: tuple[Path, Path], tmp_path: Path
+) -> None:
+    bundle, index = synth_index
+    lines = (bundle / "qa.jsonl").read_text().splitlines()[:6]
+    qa = tmp_path / "qa.jsonl"
+    with qa.open("w") as out:
+        for i, line in enumerate(lines):
+            item = json.loads(line)
+            item["meta"] = {"family": "even" if i % 2 == 0 else "odd"}
+            out.write(json.dumps(item) + "\n")
+    report_path, records_path = tmp_path / "report.json", tmp_path / "per-question.jsonl"
+    done = skbqa(
+        "eval", "--index", str(index), "--qa", str(qa), "--strategy", "bm25,af", "--json", str(report_path),
+        "--per-question", str(records_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(report_path.read_text())
+    assert {f: m["n"] for f, m in report["strategies"]["af"]["by_family"].items()} == {"even": 3, "odd": 3}
+    assert "af by family:" in done.stdout
+    records = [json.loads(line) for line in records_path.read_text().splitlines()]
+    assert [(r["strategy"], r["family"]) for r in records[:2]] == [("bm25", "even"), ("bm25", "odd")]
+    assert len(records) == 12
+    for record in records:
+        ranked = [t["id"] for t in record["top"]]
+        rank = record["first_correct_rank"]
+        assert rank is None or rank > 5 or ranked[rank - 1] in record["answers"]
+    af_records = [r for r in records if r["strategy"] == "af"]
+    assert all(r["parsed"] is not None and "target" in r["parsed"] for r in af_records)
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,9 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from skbqa.distributed.stages import AnswerEnvelope, StageMessage, StageOutput
-from skbqa.server.backends import Waiter
-from skbqa.server.grpc_server import RunningServer, start_server
+from skbqa.serving.gateway.backends import Waiter
+from skbqa.serving.grpc_server import RunningServer, start_server
+from skbqa.serving.stages.core import AnswerEnvelope, StageMessage, StageOutput
 from skbqa.v1 import api_pb2, api_pb2_grpc
 
 HOLD_S = 30.0  # the longest a held call waits for the gate (a failing test must not hang)
@@ -44,6 +44,9 @@ class GatedBackend:
     def _answer(self, message: StageMessage, waiter: Waiter) -> None:
         self.entered.release()
         self.gate.wait(HOLD_S)
+        self._push_final(message, waiter)
+
+    def _push_final(self, message: StageMessage, waiter: Waiter) -> None:
         response = api_pb2.AskResponse(
             request_id=message.request_id,
             question=message.question,
@@ -76,7 +79,7 @@ class GatedBackend:
 
 def start_api(backend: Any, *, max_inflight: int = 16, **server: Any) -> RunningServer:
     """The real `SkbqaServicer` over `backend` on the real gRPC server (`server`: start_server's keywords)."""
-    from skbqa.server.api import SkbqaServicer
+    from skbqa.serving.gateway.api import SkbqaServicer
 
     servicer = SkbqaServicer(
         backend,

@@ -25,7 +25,7 @@ import grpc
 from prometheus_client.parser import text_string_to_metric_families
 
 from skbqa.bus import topics
-from skbqa.stack.stack import LocalStack, StackOptions
+from skbqa.devstack.stack import LocalStack, StackOptions
 from skbqa.v1 import api_pb2, api_pb2_grpc
 from tests.conftest import SAMPLE_BUNDLE
 from tests.integration.fault_matrix import Call

@@ -13,7 +13,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from skbqa.server.limits import ClientLimits
+from skbqa.serving.gateway.limits import ClientLimits
 from skbqa.v1 import api_pb2, api_pb2_grpc
 from tests.fakes.backends import GatedBackend, start_api
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from skbqa.stack.stack import LocalStack, StackOptions
+from skbqa.devstack.stack import LocalStack, StackOptions
 from skbqa.v1 import api_pb2, api_pb2_grpc
 from tests.conftest import SAMPLE_BUNDLE
 

@@ -19,7 +19,7 @@ import pytest
 
 from skbqa.bus import topics
 from skbqa.bus.kafka import KafkaBus
-from skbqa.distributed.stages import AnswerEnvelope, StageMessage
+from skbqa.serving.stages.core import AnswerEnvelope, StageMessage
 from skbqa.v1 import stages_pb2
 from tests.integration.fault_matrix import Call, record, tally
 from tests.integration.fault_stack import (

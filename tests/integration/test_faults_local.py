@@ -11,13 +11,13 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from skbqa.distributed.local import LocalPipeline
-from skbqa.distributed.requests import new_request
-from skbqa.distributed.runtime import build_runtime
-from skbqa.distributed.settings import ServiceSettings
-from skbqa.distributed.stages import AnswerEnvelope
 from skbqa.observability.metrics import get_metrics
-from skbqa.server.run import start_embedded
+from skbqa.serving.local_pipeline import LocalPipeline
+from skbqa.serving.requests import new_request
+from skbqa.serving.run import start_embedded
+from skbqa.serving.runtime import build_runtime
+from skbqa.serving.settings import ServiceSettings
+from skbqa.serving.stages.core import AnswerEnvelope
 from skbqa.stores.vectors.milvus import MilvusIndex
 from skbqa.v1 import api_pb2, api_pb2_grpc
 from tests.conftest import SAMPLE_BUNDLE

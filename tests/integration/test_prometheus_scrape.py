@@ -22,8 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from skbqa.observability.metrics import SPECS
-from skbqa.observability.prometheus_server import (
+from skbqa.devstack.prometheus import (
     DEFAULT_BINARY,
     PrometheusError,
     PrometheusServer,
@@ -31,6 +30,7 @@ from skbqa.observability.prometheus_server import (
     values_by,
     write_config,
 )
+from skbqa.observability.metrics import SPECS
 
 PROMETHEUS = Path(os.environ.get("SKBQA_PROMETHEUS", DEFAULT_BINARY))
 needs_prometheus = pytest.mark.skipif(

@@ -16,8 +16,8 @@ from typing import Any
 import grpc
 import pytest
 
-from skbqa.distributed.settings import ServiceSettings
-from skbqa.server.run import start_embedded
+from skbqa.serving.run import start_embedded
+from skbqa.serving.settings import ServiceSettings
 from skbqa.v1 import api_pb2, api_pb2_grpc
 from tests.conftest import SAMPLE_BUNDLE
 from tests.fakes.openai_server import running_server

@@ -25,20 +25,19 @@ import pytest
 from skbqa.common.errors import InvalidInputError
 from skbqa.ingest.builder import ingest
 from skbqa.models.openai_chat import LlmSettings, OpenAIChatModel
-from skbqa.parser.query import StructuredQuery, Symbol, Triplet
-from skbqa.reranker.base import RerankOutcome
-from skbqa.reranker.ray_serve import (
+from skbqa.query.context import Candidate, QueryContext
+from skbqa.query.structured import StructuredQuery, Symbol, Triplet
+from skbqa.stages.rerank.base import RerankOutcome
+from skbqa.stages.rerank.ray_serve import (
     RayRerankerSettings,
     RayServeReranker,
     RerankerCore,
-    RerankRequest,
-    RerankResponse,
     deploy_reranker,
     start_local_ray,
 )
-from skbqa.reranker.registry import build_reranker
+from skbqa.stages.rerank.ray_wire import RerankRequest, RerankResponse
+from skbqa.stages.rerank.registry import build_reranker
 from skbqa.stores.index import IndexStores, open_index
-from skbqa.strategies.base import Candidate, QueryContext
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.helpers import SCHEMA, write_bundle
 

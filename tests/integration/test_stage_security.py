@@ -13,10 +13,10 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from skbqa.distributed.settings import ServiceSettings
-from skbqa.distributed.stages import StageMessage
-from skbqa.server.limits import ClientLimits
-from skbqa.server.stage_server import start_stage_server
+from skbqa.serving.gateway.limits import ClientLimits
+from skbqa.serving.settings import ServiceSettings
+from skbqa.serving.stage_service import start_stage_server
+from skbqa.serving.stages.core import StageMessage
 from skbqa.v1 import stages_pb2_grpc
 from tests.certs import Certs, make_certs
 from tests.fakes.backends import GatedStageCore
@@ -159,9 +159,9 @@ def test_start_stage_uses_the_secured_stage_server(
 ) -> None:
     """`skbqa serve --role parser` wiring: `start_stage` gives its server the TLS settings (a stage core stands in
     for the real one, over the in-memory bus)."""
-    import skbqa.distributed.runtime as runtime
-    import skbqa.distributed.stages as stages
-    from skbqa.server.run import start_stage
+    import skbqa.serving.runtime as runtime
+    import skbqa.serving.stages.registry as stages
+    from skbqa.serving.run import start_stage
 
     monkeypatch.setattr(runtime, "build_runtime", lambda settings: None)
     monkeypatch.setattr(stages, "build_stage", lambda role, runtime: GatedStageCore(open_gate=True))

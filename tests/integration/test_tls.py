@@ -9,9 +9,9 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from skbqa.distributed.settings import ServiceSettings
-from skbqa.server.run import start_embedded
-from skbqa.stack.processes import free_port
+from skbqa.devstack.ports import free_port
+from skbqa.serving.run import start_embedded
+from skbqa.serving.settings import ServiceSettings
 from skbqa.v1 import api_pb2, api_pb2_grpc
 from tests.certs import Certs, make_certs
 from tests.conftest import SAMPLE_BUNDLE
@@ -97,6 +97,6 @@ def test_tls_settings_are_checked_with_one_line(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match="needs both a certificate and a key"):
         ServiceSettings(index=tmp_path, tls_cert_file=tmp_path / "c.pem").validate()
     with pytest.raises(InvalidInputError, match="does not exist"):
-        from skbqa.server.security import TlsSettings
+        from skbqa.serving.security import TlsSettings
 
         TlsSettings(tmp_path / "missing.pem", tmp_path / "missing.key").credentials()

@@ -28,6 +28,8 @@ pytest.importorskip("pytriton")
 pytest.importorskip("tritonclient.grpc")
 
 from skbqa.common.errors import BackendUnavailableError
+from skbqa.devstack.ports import free_port
+from skbqa.devstack.triton import TritonServerHandle, start_triton_encoder_server
 from skbqa.models.local_encoder import (
     BATCH_ITEMS,
     BATCH_TOKENS,
@@ -36,16 +38,13 @@ from skbqa.models.local_encoder import (
     onnx_model_path,
     packaged_model_dir,
 )
-from skbqa.models.triton_encoder import TritonEncoder
-from skbqa.models.triton_server import (
+from skbqa.models.triton_encoder import (
     INPUT_TEXT,
     MODEL_NAME,
     OUTPUT_EMBEDDING,
     PARAM_ENCODER_DIM,
     PARAM_ENCODER_NAME,
-    TritonServerHandle,
-    free_port,
-    start_triton_encoder_server,
+    TritonEncoder,
 )
 
 pytestmark = pytest.mark.triton

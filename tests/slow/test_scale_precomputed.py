@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from skbqa.embedded.engine import EmbeddedEngine
+from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.eval.runner import evaluate_strategy
 from skbqa.ingest.builder import ingest
 from skbqa.ingest.precomputed import open_precomputed, write_precomputed

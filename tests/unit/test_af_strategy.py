@@ -8,12 +8,12 @@ import json
 import pytest
 
 from skbqa.common.errors import InvalidInputError
-from skbqa.embedded.engine import EmbeddedEngine
+from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.eval.runner import compare, evaluate_strategy
-from skbqa.parser.query import AttributeConstraint, StructuredQuery, Symbol, Triplet
+from skbqa.query.context import QueryContext
+from skbqa.query.structured import AttributeConstraint, StructuredQuery, Symbol, Triplet
 from skbqa.skb.qa import load_qa
 from skbqa.strategies.af import AfStrategy
-from skbqa.strategies.base import QueryContext
 from tests.conftest import SAMPLE_BUNDLE
 
 QUESTION = "What genes participating in methylation and located on chromosome 8 are there?"

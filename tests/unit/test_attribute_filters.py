@@ -9,13 +9,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from skbqa.parser.query import AttributeConstraint, Operator
+from skbqa.query.structured import AttributeConstraint, Operator
 from skbqa.skb.loaders import load_skb
 from skbqa.skb.schema import NodeType, Schema
+from skbqa.stages.symbols.filters import FilterResult, apply_constraints
+from skbqa.stores.attributes.catalog import AttributeCatalog
+from skbqa.stores.attributes.values import name_tokens, parse_date, parse_number
 from skbqa.stores.nodes import NodeTable
-from skbqa.symbols.attr_values import name_tokens, parse_date, parse_number
-from skbqa.symbols.attributes import AttributeCatalog
-from skbqa.symbols.filters import FilterResult, apply_constraints
 
 REPO = Path(__file__).resolve().parents[2]
 

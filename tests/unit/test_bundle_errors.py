@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from skbqa import cli
+from skbqa.cli import main as cli
 from skbqa.common.errors import BundleError, ModelError
-from skbqa.embedded.engine import EmbeddedEngine
+from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.ingest.builder import ingest
 from skbqa.skb.loaders import load_skb
 from skbqa.skb.qa import load_qa

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from skbqa.common.errors import InvalidInputError
-from skbqa.server.call_guard import ClientIdentifier
-from skbqa.server.limits import ClientLimiter, ClientLimits
+from skbqa.serving.gateway.call_guard import ClientIdentifier
+from skbqa.serving.gateway.limits import ClientLimiter, ClientLimits
 
 
 class Clock:
@@ -162,6 +162,19 @@ def test_without_tokens_the_header_is_ignored_and_the_address_counts() -> None:
     assert identify(FakeContext(peer_text="ipv6:[::1]:443")) == "peer:ipv6:[::1]"  # type: ignore[arg-type]
 
 
+def test_the_token_a_call_was_admitted_with_is_the_client() -> None:
+    from skbqa.serving.security import AuthenticatedContext
+
+    identify = ClientIdentifier(tokens_on=False)  # as the servicer's own identifier is built
+    admitted = AuthenticatedContext(FakeContext(), TOKEN.encode())  # type: ignore[arg-type]
+    elsewhere = AuthenticatedContext(FakeContext(peer_text="ipv4:10.9.9.9:1"), TOKEN.encode())  # type: ignore[arg-type]
+    other = AuthenticatedContext(FakeContext(), b"another")  # type: ignore[arg-type]
+    assert identify(admitted) == identify(elsewhere) != identify(other)  # type: ignore[arg-type]
+    assert identify(admitted).startswith("token:") and TOKEN not in identify(admitted)  # type: ignore[arg-type]
+    # the checked token wins over an address or a certificate; an unchecked header never counts
+    assert identify(FakeContext(metadata=(("authorization", f"Bearer {TOKEN}"),))) == "peer:ipv4:10.1.2.3"  # type: ignore[arg-type]
+
+
 def test_a_client_certificate_subject_is_the_client_under_mtls() -> None:
     identify = ClientIdentifier(tokens_on=False)
     context = FakeContext(auth={"x509_subject": [b"CN=team-a"], "transport_security_type": [b"ssl"]})
@@ -172,13 +185,13 @@ def test_a_client_certificate_subject_is_the_client_under_mtls() -> None:
 
 
 def serve_args(*argv: str) -> argparse.Namespace:
-    from skbqa.cli import _parser
+    from skbqa.cli.main import _parser
 
     return _parser().parse_args(["serve", "--index", "x", *argv])
 
 
 def test_serve_flags_and_environment_set_the_limits(monkeypatch: pytest.MonkeyPatch) -> None:
-    from skbqa.cli_serve import limits_from_args
+    from skbqa.cli.serve import limits_from_args
 
     for name in ("CLIENT_RATE", "CLIENT_BURST", "CLIENT_MAX_INFLIGHT"):
         monkeypatch.delenv(f"SKBQA_{name}", raising=False)

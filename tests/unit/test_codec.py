@@ -6,11 +6,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skbqa.distributed import codec
-from skbqa.grounding.core import GroundingResult, TripletEvidence
-from skbqa.grounding.scope import ScopeResult
-from skbqa.parser.query import AttributeConstraint, StructuredQuery, Symbol, Triplet
-from skbqa.strategies.base import Candidate
+from skbqa.query.context import Candidate
+from skbqa.query.grounded import GroundingResult, ScopeResult, TripletEvidence
+from skbqa.query.structured import AttributeConstraint, StructuredQuery, Symbol, Triplet
+from skbqa.serving import codec
 from skbqa.v1 import stages_pb2
 
 

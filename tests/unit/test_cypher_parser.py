@@ -8,16 +8,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from skbqa.parser.cypher import (
+from skbqa.query.structured import AttributeConstraint as C
+from skbqa.query.structured import StructuredQuery, Symbol, Triplet
+from skbqa.skb.schema import Schema
+from skbqa.stages.parse.cypher.parser import (
     MAX_ALTERNATIVES,
     MAX_HOPS,
     closest_type,
     parse_cypher,
     parse_cypher_or_error,
 )
-from skbqa.parser.query import AttributeConstraint as C
-from skbqa.parser.query import StructuredQuery, Symbol, Triplet
-from skbqa.skb.schema import Schema
 
 SCHEMA = Schema.from_dict(
     {

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from skbqa.embedded.engine import EmbeddedEngine
-from skbqa.parser.query import StructuredQuery
-from skbqa.strategies.base import QueryContext
+from skbqa.engine.embedded import EmbeddedEngine
+from skbqa.query.context import QueryContext
+from skbqa.query.structured import StructuredQuery
 
 
 def parse(engine: EmbeddedEngine, question: str) -> StructuredQuery:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from skbqa.embedded.engine import EmbeddedEngine
-from skbqa.strategies.base import QueryContext
+from skbqa.engine.embedded import EmbeddedEngine
+from skbqa.query.context import QueryContext
 
 WORDS = st.sampled_from(
     [

@@ -14,19 +14,19 @@ import numpy as np
 import pytest
 
 from skbqa.common.errors import IndexStoreError
-from skbqa.grape.anchors import find_anchors
-from skbqa.grape.beam import BeamConfig, describe
-from skbqa.grape.features import FEATURE_NAMES, PathTexts, build_context
-from skbqa.grape.models import CONTINUE, DROP, STOP, GrapeModels, load_models, save_models
-from skbqa.grape.paths import Explorer, PathState, Step, root
-from skbqa.grape.query_graph import AkgNode, Chain, ChainStep, QueryGraph
-from skbqa.grape.strategy import GrapeStrategy
-from skbqa.grape.training import TrainSettings, fit_models, mine_examples
-from skbqa.parser.query import StructuredQuery, Symbol, Triplet
+from skbqa.query.context import QueryContext
+from skbqa.query.structured import StructuredQuery, Symbol, Triplet
 from skbqa.skb.model import QAItem
 from skbqa.stores.index import IndexStores, open_index
 from skbqa.strategies.af import AfStrategy
-from skbqa.strategies.base import QueryContext
+from skbqa.strategies.grape.anchors import find_anchors
+from skbqa.strategies.grape.beam import BeamConfig, describe
+from skbqa.strategies.grape.features import FEATURE_NAMES, PathTexts, build_context
+from skbqa.strategies.grape.models import CONTINUE, DROP, STOP, GrapeModels, load_models, save_models
+from skbqa.strategies.grape.paths import Explorer, PathState, Step, root
+from skbqa.strategies.grape.query_graph import AkgNode, Chain, ChainStep, QueryGraph
+from skbqa.strategies.grape.strategy import GrapeStrategy
+from skbqa.strategies.grape.training import TrainSettings, fit_models, mine_examples
 
 # --------------------------------------------------------------------------------------------- query graph
 
@@ -191,7 +191,7 @@ def test_judge_stops_continues_and_drops(trained: Trained, onnx_encoder) -> None
         "venue",
     )
     query = QueryContext(f"Which venues published papers written by {name}?", onnx_encoder)
-    anchor = find_anchors(stores, trained.af.lexicon(), query, [chain.constant], per_constant=3)["c1"]
+    anchor = find_anchors(stores, trained.af.lookups.lexicon(), query, [chain.constant], per_constant=3)["c1"]
     assert anchor.seeds[0] == author
     texts = PathTexts(onnx_encoder)
     ctx = build_context(
@@ -246,7 +246,7 @@ def test_weights_round_trip(trained: Trained, tmp_path: Path) -> None:
 
 
 def test_train_grape_command_saves_models_into_the_index(trained: Trained, tmp_path: Path) -> None:
-    from skbqa.cli_grape import add_train_grape_parser, run_train_grape
+    from skbqa.cli.grape import add_train_grape_parser, run_train_grape
 
     parser = argparse.ArgumentParser()
     add_train_grape_parser(parser.add_subparsers(dest="command"))

@@ -8,9 +8,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from skbqa.grounding.core import GroundingResult, ground_triplets
-from skbqa.grounding.scope import ScopeResult, candidates_per_constant, expand_scope
-from skbqa.parser.query import StructuredQuery, Symbol, Triplet
+from skbqa.query.grounded import GroundingResult, ScopeResult
+from skbqa.query.structured import StructuredQuery, Symbol, Triplet
+from skbqa.stages.grounding.algorithm import ground_triplets
+from skbqa.stages.grounding.scope import candidates_per_constant, expand_scope
 from skbqa.stores.graph.csr import CsrGraph
 
 EDGES = ["x", "y", "z"]

@@ -33,22 +33,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skbqa.common.errors import InvalidInputError
-from skbqa.embedded.engine import EmbeddedEngine
+from skbqa.engine.answers import MAX_QUESTION_CHARS, clean_question
+from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.ingest.builder import ingest
 from skbqa.models.chat import LlmError
 from skbqa.models.openai_chat import OpenAIChatModel
-from skbqa.parser.cypher import parse_cypher
-from skbqa.pipeline import MAX_QUESTION_CHARS, clean_question
-from skbqa.server import security
-from skbqa.server.security import OPEN_PREFIXES, TokenAuthInterceptor, read_tokens
-from skbqa.spark.config import SparkConfig
-from skbqa.spark.executor import PlanExecutor
-from skbqa.spark.plan import parse_plan
-from skbqa.stores.graph import ngql
+from skbqa.query.context import QueryContext
+from skbqa.serving import security
+from skbqa.serving.security import OPEN_PREFIXES, TokenAuthInterceptor, read_tokens
+from skbqa.stages.parse.cypher.parser import parse_cypher
+from skbqa.stores.graph import ngql, ngql_quoting
 from skbqa.stores.vectors.milvus import MilvusIndex
-from skbqa.stores.vectors.milvus_sets import collection_name
+from skbqa.stores.vectors.milvus_catalog import collection_name
 from skbqa.strategies.af import AfStrategy
-from skbqa.strategies.base import QueryContext
+from skbqa.strategies.spark.config import SparkConfig
+from skbqa.strategies.spark.executor import PlanExecutor
+from skbqa.strategies.spark.plan import parse_plan
 from tests.helpers import NODES, HashingEncoder, write_bundle
 
 try:  # the reference reading of graphd's lexer (that module needs nebula3 for its fake graphd)
@@ -284,7 +284,7 @@ def test_statements_built_from_safe_labels_of_hostile_names_tokenize_cleanly() -
     """A bundle's type / edge / attribute names reach nGQL only through safe_label: any name yields a statement
     holding only the tokens graphd is meant to see."""
     for name in [*HOSTILE, *HOSTILE_IDENTS]:
-        label = ngql.safe_label(name)
+        label = ngql_quoting.safe_label(name)
         for stmt in (
             ngql.fetch_vertices(label, [1, 2]),
             ngql.probe_edge(label),
@@ -608,6 +608,20 @@ def test_bytes_metadata_and_the_first_authorization_header_decide(compare: Count
     assert not interceptor._allowed((("authorization", "Bearer wrong"), ("authorization", "Bearer first-token")))
 
 
+@pytest.mark.parametrize(
+    "headers",
+    [
+        ("Bearer first-token", "Bearer second-token"),
+        ("Bearer first-token", "Bearer first-token"),
+        ("Bearer first-token", "Bearer wrong"),
+        (b"Bearer first-token", "Bearer first-token"),
+    ],
+)
+def test_more_than_one_authorization_header_is_refused(compare: CountingCompare, headers: tuple[Any, ...]) -> None:
+    metadata = tuple(("authorization", value) for value in headers)
+    assert not TokenAuthInterceptor(list(TOKENS))._allowed(metadata)
+
+
 class _Details:
     def __init__(self, method: str, metadata: tuple[tuple[str, str], ...]) -> None:
         self.method = method
@@ -625,4 +639,12 @@ def test_only_health_and_reflection_are_open(compare: CountingCompare) -> None:
     denied = interceptor.intercept_service(lambda d: streamed, _Details("/skbqa.v1.Skbqa/AskStream", ()))
     assert denied is not streamed and denied.response_streaming
     good = (("authorization", "Bearer third-token"),)
-    assert interceptor.intercept_service(lambda d: served, _Details("/skbqa.v1.Skbqa/Ask", good)) is served
+    admitted = interceptor.intercept_service(lambda d: served, _Details("/skbqa.v1.Skbqa/Ask", good))
+    assert admitted is not None and not admitted.response_streaming
+    # the servicer is called, with the call's context handing on the token it was admitted with
+    seen: list[Any] = []
+    checked = grpc.unary_unary_rpc_method_handler(lambda request, context: seen.append(context))
+    interceptor.intercept_service(lambda d: checked, _Details("/skbqa.v1.Skbqa/Ask", good)).unary_unary(
+        None, "ctx"
+    )
+    assert seen and security.admitted_token(seen[0]) == b"third-token"

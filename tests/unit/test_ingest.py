@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from skbqa.common.errors import BundleError, IndexStoreError
-from skbqa.embedded.engine import EmbeddedEngine
+from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.ingest.builder import bundle_checksum, ingest
 from skbqa.stores.index import EMBEDDING_SETS, open_index
 from tests.helpers import HashingEncoder, write_bundle

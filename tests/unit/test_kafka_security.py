@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from skbqa.bus import kafka as kafka_module
+from skbqa.bus import kafka_admin, kafka_base, kafka_consumer, kafka_producer
 from skbqa.bus.kafka import KafkaBus
 from skbqa.bus.kafka_security import security_options
 from skbqa.common.errors import InvalidInputError
@@ -82,7 +82,8 @@ def test_every_client_of_the_bus_gets_the_options(monkeypatch) -> None:
         KafkaAdminClient = Recorder("admin")
         errors = __import__("kafka").errors
 
-    monkeypatch.setattr(kafka_module, "_kafka", lambda: FakeKafka)
+    for module in (kafka_base, kafka_producer, kafka_consumer, kafka_admin):
+        monkeypatch.setattr(module, "_kafka", lambda: FakeKafka)
     options = {"security_protocol": "SASL_SSL", "sasl_plain_username": "svc", "sasl_plain_password": "pw"}
     bus = KafkaBus("127.0.0.1:1", security=options)
     for call in (

@@ -14,10 +14,10 @@ import pytest
 
 from skbqa.bus import topics
 from skbqa.bus.memory import MemoryBus
-from skbqa.distributed.lag import LagExporter
-from skbqa.distributed.stages import StageMessage
-from skbqa.distributed.worker import StageWorker
 from skbqa.observability.metrics import Metrics, get_metrics
+from skbqa.serving.lag import LagExporter
+from skbqa.serving.stages.core import StageMessage
+from skbqa.serving.worker import StageWorker
 from tests.fakes.backends import GatedStageCore
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from skbqa.parser.attribute_mentions import AttributeSpotter
-from skbqa.parser.question_text import QuestionText
 from skbqa.skb.schema import NodeType, Schema
+from skbqa.stages.parse.attribute_mentions import AttributeSpotter
+from skbqa.stages.parse.question_text import QuestionText
+from skbqa.stores.attributes.catalog import AttributeCatalog
+from skbqa.stores.lexicon import ALIAS, NAME, NameLexicon
 from skbqa.stores.nodes import NodeTable
-from skbqa.symbols.attributes import AttributeCatalog
-from skbqa.symbols.lexicon import ALIAS, NAME, NameLexicon
 
 
 def table(rows: list[tuple[str, str, dict]]) -> NodeTable:
@@ -112,7 +112,7 @@ def test_spotted_words_are_claimed() -> None:
 
 
 def test_saved_lexicon_is_read_back_for_its_table_only(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from skbqa.symbols.lexicon import LEXICON_FILE
+    from skbqa.stores.lexicon import LEXICON_FILE
 
     nodes = genes()
     built = NameLexicon.build(nodes)

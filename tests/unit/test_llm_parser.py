@@ -9,14 +9,14 @@ import pytest
 
 from skbqa.models.chat import ChatMessage, ChatReply, LlmError
 from skbqa.models.openai_chat import OpenAIChatModel
-from skbqa.parser.cypher import parse_cypher
-from skbqa.parser.llm_parser import LlmParser, match_target_type
-from skbqa.parser.prompts import SchemaProfile, cypher_prompt, example_cypher, target_type_prompt
-from skbqa.parser.query import Symbol, Triplet
+from skbqa.query.context import QueryContext
+from skbqa.query.structured import Symbol, Triplet
 from skbqa.skb.loaders import load_skb
 from skbqa.skb.schema import Schema
+from skbqa.stages.parse.cypher.parser import parse_cypher
+from skbqa.stages.parse.llm import LlmParser, match_target_type
+from skbqa.stages.parse.prompts import SchemaProfile, cypher_prompt, example_cypher, target_type_prompt
 from skbqa.stores.nodes import NodeTable
-from skbqa.strategies.base import QueryContext
 from tests.fakes.openai_server import running_server
 from tests.helpers import HashingEncoder, write_bundle
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from skbqa.embedded.engine import EmbeddedEngine
+from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.ingest.builder import ingest
 from skbqa.models.openai_chat import OpenAIChatModel
 from skbqa.stores.index import open_index
@@ -198,7 +198,7 @@ def gateway_calls(port: int) -> list[str]:
 
 
 def start_gateway(backend: Any) -> Any:
-    from skbqa.server.limits import ClientLimits
+    from skbqa.serving.gateway.limits import ClientLimits
     from tests.fakes.backends import start_api
 
     return start_api(backend, tokens=[TOKEN.encode()], limits=ClientLimits(rate_per_s=1000.0, max_inflight=4))
@@ -216,8 +216,8 @@ def test_gateway_logs_no_question_and_no_token(failure: str, caplog: pytest.LogC
     """Good and bad input, bad and missing tokens, and internal errors (the bus refusing a request with the
     question in the error, a stage raising it, an answer that does not decode) through the real servicer and
     server: nothing at INFO or above — including grpc's own "Exception calling application" — carries either."""
-    from skbqa.distributed.local import LocalPipeline
-    from skbqa.server.backends import LocalBackend
+    from skbqa.serving.gateway.backends import LocalBackend
+    from skbqa.serving.local_pipeline import LocalPipeline
     from skbqa.v1 import stages_pb2
     from tests.fakes.backends import GatedBackend
 

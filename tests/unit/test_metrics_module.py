@@ -12,8 +12,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from skbqa.observability import metrics as metrics_module
 from skbqa.observability.metrics import Metrics, get_metrics, label_value
-from skbqa.reranker.descriptions import FittedPrompt
-from skbqa.reranker.llm_common import UsageMeter
+from skbqa.stages.rerank.descriptions import FittedPrompt
+from skbqa.stages.rerank.llm_common import UsageMeter
 
 # The contract other code and the Grafana dashboard rely on, spelled out independently of SPECS.
 EXPECTED = {

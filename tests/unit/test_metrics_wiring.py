@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from skbqa.distributed.runtime import build_encoder, encoder_batch_meter
-from skbqa.distributed.settings import ServiceSettings
 from skbqa.models.triton_encoder import ServedModel, TritonEncoder
 from skbqa.observability.metrics import get_metrics
+from skbqa.serving.runtime import build_encoder, encoder_batch_meter
+from skbqa.serving.settings import ServiceSettings
 
 NAME = "test-hashing/64"
 
@@ -80,8 +80,8 @@ def test_the_gateway_counts_the_calls_it_is_answering_as_in_flight() -> None:
 
 
 def test_serve_reads_the_lag_interval_from_a_flag_or_the_environment(monkeypatch, tmp_path: Path) -> None:
-    from skbqa.cli import _parser as build_parser
-    from skbqa.cli_serve import settings_from_args
+    from skbqa.cli.main import _parser as build_parser
+    from skbqa.cli.serve import settings_from_args
 
     parser = build_parser()
     flag = parser.parse_args(["serve", "--index", str(tmp_path), "--lag-interval", "0"])

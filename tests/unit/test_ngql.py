@@ -30,19 +30,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skbqa.common.errors import BackendUnavailableError, IndexStoreError
-from skbqa.stores.graph import nebula as nebula_mod
-from skbqa.stores.graph import ngql
-from skbqa.stores.graph.nebula import NebulaGraph, parse_addresses, parse_nebula_url
-from skbqa.stores.graph.nebula_loader import (
-    ESCAPE_PROBE,
-    POLL_INTERVAL_S,
-    convert,
-    edge_rows,
-    infer_kind,
-    load_graph_into_nebula,
-    plan_layout,
-    read_index_graph,
-)
+from skbqa.stores.graph import nebula_session, ngql, ngql_quoting
+from skbqa.stores.graph.nebula import NebulaGraph
+from skbqa.stores.graph.nebula_load_plan import convert, edge_rows, infer_kind, plan_layout
+from skbqa.stores.graph.nebula_load_steps import ESCAPE_PROBE, POLL_INTERVAL_S
+from skbqa.stores.graph.nebula_loader import load_graph_into_nebula, read_index_graph
+from skbqa.stores.graph.nebula_settings import parse_addresses, parse_nebula_url
 from tests.contract.test_graph_store import BATCHES, NODES, SmallGraph, oracle_pairs, small_graph, stored_attr
 
 nebula3 = pytest.importorskip("nebula3")
@@ -176,10 +169,10 @@ def strings_in(stmt: str) -> list[str]:
 # --- ngql: identifiers ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["paper", "written_by", "GO", "A1", "x" * ngql.MAX_LABEL])
+@pytest.mark.parametrize("name", ["paper", "written_by", "GO", "A1", "x" * ngql_quoting.MAX_LABEL])
 def test_quote_ident_accepts_labels(name: str) -> None:
-    assert ngql.quote_ident(name) == f"`{name}`"
-    assert tokenize(ngql.quote_ident(name)) == [("ident", name)]
+    assert ngql_quoting.quote_ident(name) == f"`{name}`"
+    assert tokenize(ngql_quoting.quote_ident(name)) == [("ident", name)]
 
 
 @pytest.mark.parametrize(
@@ -194,36 +187,36 @@ def test_quote_ident_accepts_labels(name: str) -> None:
         "a-b",
         "gene/protein",
         "é",
-        "x" * (ngql.MAX_LABEL + 1),
+        "x" * (ngql_quoting.MAX_LABEL + 1),
         '"; DROP SPACE x; "',
     ],
 )
 def test_quote_ident_refuses_what_no_backtick_name_can_hold(name: str) -> None:
     with pytest.raises(ValueError, match="not a NebulaGraph identifier"):
-        ngql.quote_ident(name)
+        ngql_quoting.quote_ident(name)
 
 
 @pytest.mark.parametrize("name", [*HOSTILE, "gene/protein", "has phenotype", "a`b`c", "1st", "_private", "é" * 80])
 def test_safe_label_maps_anything_to_a_valid_deterministic_label(name: str) -> None:
-    label = ngql.safe_label(name)
-    assert ngql.is_label(label) and tokenize(ngql.quote_ident(label)) == [("ident", label)]
-    assert ngql.safe_label(name) == label
+    label = ngql_quoting.safe_label(name)
+    assert ngql_quoting.is_label(label) and tokenize(ngql_quoting.quote_ident(label)) == [("ident", label)]
+    assert ngql_quoting.safe_label(name) == label
 
 
 def test_safe_label_keeps_valid_names_and_separates_near_misses() -> None:
-    assert ngql.safe_label("written_by") == "written_by"
-    mapped = {ngql.safe_label(n) for n in ("a-b", "a b", "a/b", "a_b")}
+    assert ngql_quoting.safe_label("written_by") == "written_by"
+    mapped = {ngql_quoting.safe_label(n) for n in ("a-b", "a b", "a/b", "a_b")}
     assert len(mapped) == 4 and "a_b" in mapped
-    assert ngql.safe_label("gene/protein").startswith("gene_protein_")
-    assert ngql.safe_label("paper", force_hash=True) != "paper"
+    assert ngql_quoting.safe_label("gene/protein").startswith("gene_protein_")
+    assert ngql_quoting.safe_label("paper", force_hash=True) != "paper"
 
 
 def test_unique_label_avoids_taken_names() -> None:
     taken = {ngql.META_TAG}
-    first = ngql.unique_label(ngql.META_TAG, taken)
-    assert first != ngql.META_TAG and ngql.is_label(first) and first in taken
-    assert ngql.unique_label("paper", taken) == "paper"
-    assert ngql.unique_label("paper", taken) not in ("paper", first)
+    first = ngql_quoting.unique_label(ngql.META_TAG, taken)
+    assert first != ngql.META_TAG and ngql_quoting.is_label(first) and first in taken
+    assert ngql_quoting.unique_label("paper", taken) == "paper"
+    assert ngql_quoting.unique_label("paper", taken) not in ("paper", first)
 
 
 # --- ngql: string literals --------------------------------------------------------------------------------------
@@ -231,7 +224,7 @@ def test_unique_label_avoids_taken_names() -> None:
 
 @pytest.mark.parametrize("value", HOSTILE)
 def test_quote_string_is_read_back_exactly(value: str) -> None:
-    text = ngql.quote_string(value)
+    text = ngql_quoting.quote_string(value)
     data = text.encode()
     decoded, end = read_literal(data, 0)
     assert decoded.decode("utf-8") == value
@@ -242,28 +235,28 @@ def test_quote_string_is_read_back_exactly(value: str) -> None:
 @settings(max_examples=400, deadline=None)
 @given(st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=60))
 def test_quote_string_round_trips_any_text(value: str) -> None:
-    data = ngql.quote_string(value).encode()
+    data = ngql_quoting.quote_string(value).encode()
     decoded, end = read_literal(data, 0)
     assert decoded.decode("utf-8") == value and end == len(data)
 
 
 def test_octal_escapes_never_run_into_digits() -> None:
-    assert ngql.quote_string("\x017") == '"\\001\\067"'
-    assert ngql.quote_string("\x0178a") == '"\\001\\067\\070a"'
+    assert ngql_quoting.quote_string("\x017") == '"\\001\\067"'
+    assert ngql_quoting.quote_string("\x0178a") == '"\\001\\067\\070a"'
     with pytest.raises(LexError):  # the naive form is what graphd rejects: flex reads \0017 as one bad escape
         read_literal(b'"\\0017"', 0)
-    assert ngql.quote_string("\n7") == '"\\n7"'  # named escapes are safe before digits
+    assert ngql_quoting.quote_string("\n7") == '"\\n7"'  # named escapes are safe before digits
 
 
 def test_quote_string_replaces_lone_surrogates_and_refuses_non_strings() -> None:
-    assert read_literal(ngql.quote_string("a\ud800b").encode(), 0)[0].decode() == "a\ufffdb"
+    assert read_literal(ngql_quoting.quote_string("a\ud800b").encode(), 0)[0].decode() == "a\ufffdb"
     with pytest.raises(TypeError):
-        ngql.quote_string(b"bytes")  # type: ignore[arg-type]
+        ngql_quoting.quote_string(b"bytes")  # type: ignore[arg-type]
 
 
 def test_octal_disabled_graphd_reads_escapes_differently() -> None:
     """The loader's escape probe must be able to tell such a graphd apart."""
-    data = ngql.quote_string(ESCAPE_PROBE).encode()
+    data = ngql_quoting.quote_string(ESCAPE_PROBE).encode()
     assert read_literal(data, 0)[0].decode() == ESCAPE_PROBE
     assert read_literal(data, 0, octal=False)[0].decode() != ESCAPE_PROBE
 
@@ -289,7 +282,7 @@ def test_hostile_values_stay_inside_their_literals() -> None:
         (0, "0"),
         (-5, "-5"),
         (np.int32(7), "7"),
-        (ngql.INT64_MAX, str(2**63 - 1)),
+        (ngql_quoting.INT64_MAX, str(2**63 - 1)),
         (1.5, "1.5"),
         (2.0, "2.0"),
         (1e-5, "0.00001"),
@@ -299,12 +292,12 @@ def test_hostile_values_stay_inside_their_literals() -> None:
     ],
 )
 def test_literal(value: object, text: str) -> None:
-    assert ngql.literal(value) == text
+    assert ngql_quoting.literal(value) == text
 
 
 def test_doubles_are_positional_and_exact() -> None:
     for value in (0.1, 1 / 3, 123456.789e-12, 5e-324, 1.7976931348623157e308, -2.5):
-        text = ngql.format_double(value)
+        text = ngql_quoting.format_double(value)
         assert re.fullmatch(r"-?[0-9]+\.[0-9]+", text), text
         assert float(text) == value
 
@@ -312,18 +305,18 @@ def test_doubles_are_positional_and_exact() -> None:
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), 2**63, -(2**63), object(), b"x", [1], {"a": 1}])
 def test_literal_refuses_what_ngql_cannot_say(value: object) -> None:
     with pytest.raises((ValueError, TypeError)):
-        ngql.literal(value)
+        ngql_quoting.literal(value)
 
 
-@pytest.mark.parametrize("value", [0, 5, np.int64(9), np.uint8(3), ngql.INT64_MAX])
+@pytest.mark.parametrize("value", [0, 5, np.int64(9), np.uint8(3), ngql_quoting.INT64_MAX])
 def test_format_vid_accepts_integers(value: object) -> None:
-    assert ngql.format_vid(value) == str(int(value))  # type: ignore[call-overload]
+    assert ngql_quoting.format_vid(value) == str(int(value))  # type: ignore[call-overload]
 
 
 @pytest.mark.parametrize("value", [-1, 2**63, 1.0, np.float64(2), "1", "1; DROP SPACE x", True, None])
 def test_format_vid_refuses_everything_else(value: object) -> None:
     with pytest.raises((ValueError, TypeError)):
-        ngql.format_vid(value)
+        ngql_quoting.format_vid(value)
 
 
 # --- ngql: DDL --------------------------------------------------------------------------------------------------
@@ -1056,7 +1049,9 @@ def test_retry_then_success_reconnects_after_transport_errors(small: SmallGraph)
 
 def test_retryable_error_codes_are_retried_without_reconnecting(small: SmallGraph) -> None:
     server, graph, sleeps = _ready_adapter(small)
-    server.faults.extend([nebula_mod.E_RPC_FAILURE, nebula_mod.E_PARTIAL_SUCCEEDED, nebula_mod.E_LEADER_CHANGED])
+    server.faults.extend(
+        [nebula_session.E_RPC_FAILURE, nebula_session.E_PARTIAL_SUCCEEDED, nebula_session.E_LEADER_CHANGED]
+    )
     assert graph.degree(np.asarray([2]), "cites").tolist() == [2]
     assert sleeps == [0.2, 0.4, 0.8] and server.connects == 0
 
@@ -1134,12 +1129,12 @@ def test_error_codes_match_the_client() -> None:
     from nebula3.common.ttypes import ErrorCode
 
     for name in ("E_DISCONNECTED", "E_FAIL_TO_CONNECT", "E_RPC_FAILURE", "E_LEADER_CHANGED", "E_PARTIAL_RESULT"):
-        assert getattr(nebula_mod, name) == getattr(ErrorCode, name)
+        assert getattr(nebula_session, name) == getattr(ErrorCode, name)
     for name in ("E_SESSION_INVALID", "E_SESSION_TIMEOUT", "E_EXECUTION_ERROR", "E_TOO_MANY_CONNECTIONS"):
-        assert getattr(nebula_mod, name) == getattr(ErrorCode, name)
-    assert nebula_mod.E_PARTIAL_SUCCEEDED == ErrorCode.E_PARTIAL_SUCCEEDED
+        assert getattr(nebula_session, name) == getattr(ErrorCode, name)
+    assert nebula_session.E_PARTIAL_SUCCEEDED == ErrorCode.E_PARTIAL_SUCCEEDED
     assert E_SYNTAX_ERROR == ErrorCode.E_SYNTAX_ERROR and E_SEMANTIC_ERROR == ErrorCode.E_SEMANTIC_ERROR
-    assert ErrorCode.E_SYNTAX_ERROR not in nebula_mod.RETRYABLE_CODES
+    assert ErrorCode.E_SYNTAX_ERROR not in nebula_session.RETRYABLE_CODES
 
 
 def test_importing_the_adapter_does_not_import_nebula3() -> None:
@@ -1191,7 +1186,7 @@ def test_nebula_credentials_come_from_the_environment_when_the_url_has_none(monk
 def test_plan_layout_names_and_types(small: SmallGraph) -> None:
     layout = plan_layout(small.nodes, small.graph)
     tags = {t.type_name: t for t in layout.tags}
-    assert tags["paper"].label == "paper" and ngql.is_label(tags["gene/protein"].label)
+    assert tags["paper"].label == "paper" and ngql_quoting.is_label(tags["gene/protein"].label)
     kinds = {p.key: p.kind for p in tags["paper"].attrs}
     assert kinds == {"year": "int", "score": "double", "open": "bool", "tags": "string", "note": "string"}
     assert {p.key: p.label for p in tags["author"].attrs}["born-year"].startswith("born_year_")

@@ -20,13 +20,13 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from skbqa.common.errors import InvalidInputError
-from skbqa.embedded.engine import EmbeddedEngine
+from skbqa.engine.answers import MAX_QUESTION_CHARS, clean_question
+from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.ingest.builder import ingest
-from skbqa.parser.cypher import MAX_ALTERNATIVES, MAX_HOPS, parse_cypher, parse_cypher_or_error
-from skbqa.parser.query import StructuredQuery
-from skbqa.pipeline import MAX_QUESTION_CHARS, clean_question
+from skbqa.query.context import QueryContext
+from skbqa.query.structured import StructuredQuery
 from skbqa.skb.schema import Schema
-from skbqa.strategies.base import QueryContext
+from skbqa.stages.parse.cypher.parser import MAX_ALTERNATIVES, MAX_HOPS, parse_cypher, parse_cypher_or_error
 from tests.helpers import SCHEMA, HashingEncoder, write_bundle
 
 TINY_SCHEMA = Schema.from_dict(SCHEMA)

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from skbqa.common.errors import InvalidInputError
-from skbqa.embedded.engine import EmbeddedEngine
+from skbqa.engine.answers import MAX_QUESTION_CHARS, clean_question
+from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.ingest.builder import ingest
-from skbqa.pipeline import MAX_QUESTION_CHARS, clean_question
+from skbqa.stages.ranking.fusion import min_max
 from skbqa.stores.index import open_index
-from skbqa.strategies.hybrid import min_max
 from tests.helpers import HashingEncoder
 
 

@@ -9,18 +9,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from skbqa import cli
+from skbqa.cli import main as cli
 from skbqa.common.errors import IndexStoreError
-from skbqa.embedded.engine import EmbeddedEngine
+from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.eval.runner import evaluate_strategy
 from skbqa.ingest.builder import ingest
 from skbqa.ingest.documents import embedded_texts
 from skbqa.ingest.precomputed import open_precomputed, write_precomputed
 from skbqa.skb.qa import load_qa
 from skbqa.stores.index import open_index
+from skbqa.stores.lexicon import LEXICON_FILE
 from skbqa.stores.vectors.ann import AnnIndex
 from skbqa.stores.vectors.exact import ExactIndex
-from skbqa.symbols.lexicon import LEXICON_FILE
 from skbqa.synth.generator import generate
 from tests.helpers import HashingEncoder
 

@@ -7,7 +7,9 @@ import pytest
 
 from skbqa.ingest.documents import relation_groups
 from skbqa.models.chat import estimate_tokens
-from skbqa.reranker.descriptions import (
+from skbqa.query.context import Candidate
+from skbqa.skb.bundle import load_bundle
+from skbqa.stages.rerank.descriptions import (
     Description,
     Level,
     NodeDescriber,
@@ -15,10 +17,8 @@ from skbqa.reranker.descriptions import (
     grounded_neighbours,
     node_relation_groups,
 )
-from skbqa.skb.bundle import load_bundle
 from skbqa.stores.graph.csr import CsrGraph
 from skbqa.stores.nodes import NodeTable
-from skbqa.strategies.base import Candidate
 from tests.helpers import write_bundle
 
 

@@ -19,18 +19,18 @@ import pytest
 from skbqa.common.errors import InvalidInputError
 from skbqa.ingest.builder import ingest
 from skbqa.models.chat import ChatMessage, ChatReply, LlmError, estimate_tokens
-from skbqa.reranker.base import Reranker
-from skbqa.reranker.descriptions import FittedPrompt, NodeDescriber
-from skbqa.reranker.llm_common import LlmRerankSettings, UsageMeter
-from skbqa.reranker.llm_listwise import ListwiseReranker
-from skbqa.reranker.llm_pairwise import PairwiseReranker
-from skbqa.reranker.llm_pointwise import SCORE_KEY, PointwiseReranker
-from skbqa.reranker.local import LocalReranker
-from skbqa.reranker.pairwise_sort import run_sync, sort_items
-from skbqa.reranker.prompts import POINTWISE, parse_choice, parse_ranking, parse_score
-from skbqa.reranker.registry import NoReranker, RerankerSettings, build_reranker
+from skbqa.query.context import Candidate, QueryContext
+from skbqa.stages.rerank.base import Reranker
+from skbqa.stages.rerank.descriptions import FittedPrompt, NodeDescriber
+from skbqa.stages.rerank.llm_common import LlmRerankSettings, UsageMeter
+from skbqa.stages.rerank.llm_listwise import ListwiseReranker
+from skbqa.stages.rerank.llm_pairwise import PairwiseReranker
+from skbqa.stages.rerank.llm_pointwise import SCORE_KEY, PointwiseReranker
+from skbqa.stages.rerank.local import LocalReranker
+from skbqa.stages.rerank.pairwise_sort import run_sync, sort_items
+from skbqa.stages.rerank.prompts import POINTWISE, parse_choice, parse_ranking, parse_score
+from skbqa.stages.rerank.registry import NoReranker, RerankerSettings, build_reranker
 from skbqa.stores.index import IndexStores, open_index
-from skbqa.strategies.base import Candidate, QueryContext
 from tests.helpers import HashingEncoder, write_bundle
 
 K = 20

@@ -8,10 +8,10 @@ import pytest
 
 from skbqa.common.errors import InvalidInputError
 from skbqa.ingest.builder import ingest
-from skbqa.parser.query import StructuredQuery, Triplet
-from skbqa.reranker.local import LocalReranker, LocalWeights, bm25_over, combine, normalise
+from skbqa.query.context import Candidate, QueryContext
+from skbqa.query.structured import StructuredQuery, Triplet
+from skbqa.stages.rerank.local import LocalReranker, LocalWeights, bm25_over, combine, normalise
 from skbqa.stores.index import IndexStores, open_index
-from skbqa.strategies.base import Candidate, QueryContext
 from tests.helpers import HashingEncoder
 
 ONLY_GRAPH = LocalWeights(graph=1, lexical=0, dense=0, prior=0)

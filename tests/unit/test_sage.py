@@ -13,21 +13,21 @@ import pytest
 import scipy.sparse as sp
 
 from skbqa.common.errors import IndexStoreError, InvalidInputError
-from skbqa.embedded.engine import EmbeddedEngine
+from skbqa.engine.answers import Answer, answer
+from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.ingest.builder import ingest
-from skbqa.pipeline import Answer, answer
-from skbqa.sage import signals as sig
-from skbqa.sage.ann import IvfIndex, exact_top_m, recall_at_m
-from skbqa.sage.corpus import Vocabulary, tokenize
-from skbqa.sage.entities import link_entities
-from skbqa.sage.graph_build import SageBuildConfig
-from skbqa.sage.rich import rich_text
-from skbqa.sage.store import BITS, SIMILARITY_SIGNALS, SageGraph
-from skbqa.sage.strategy import BM25_WEIGHT, SageStrategy
 from skbqa.skb.schema import NodeType, Schema
+from skbqa.stages.ranking.fusion import min_max
+from skbqa.stores.lexicon import NameLexicon, normalise
 from skbqa.stores.nodes import NodeTable
-from skbqa.strategies.hybrid import min_max
-from skbqa.symbols.lexicon import NameLexicon, normalise
+from skbqa.strategies.sage import signals as sig
+from skbqa.strategies.sage.ann import IvfIndex, exact_top_m, recall_at_m
+from skbqa.strategies.sage.corpus import Vocabulary, tokenize
+from skbqa.strategies.sage.entities import link_entities
+from skbqa.strategies.sage.graph_build import SageBuildConfig
+from skbqa.strategies.sage.rich import rich_text
+from skbqa.strategies.sage.store import BITS, SIMILARITY_SIGNALS, SageGraph
+from skbqa.strategies.sage.strategy import BM25_WEIGHT, SageStrategy
 from tests.helpers import sample_with_sage
 
 DESCRIPTION = 'Find the cellular component described by the phrase "that surround a chromoplast and form the".'
@@ -390,7 +390,7 @@ def test_options_are_validated_and_the_rest_reach_the_base(
 def test_missing_graph_names_the_command_and_cli_builds_it(
     tiny_bundle: Path, tmp_path: Path, hashing_encoder, capsys
 ) -> None:
-    from skbqa.cli_sage import add_build_sage_parser, run_build_sage
+    from skbqa.cli.sage import add_build_sage_parser, run_build_sage
 
     index = tmp_path / "index"
     ingest(tiny_bundle, index, hashing_encoder, progress=False)

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from skbqa.distributed import codec
-from skbqa.distributed.stages import ROLES, AnswerEnvelope, StageMessage, StageRuntime, build_stage, run_stage
-from skbqa.pipeline import answer
+from skbqa.engine.answers import answer
+from skbqa.serving import codec
+from skbqa.serving.stages.core import ROLES, AnswerEnvelope, StageMessage, StageRuntime
+from skbqa.serving.stages.registry import build_stage, run_stage
 from skbqa.v1 import api_pb2
 from tests.conftest import SAMPLE_BUNDLE
 from tests.helpers import sample_with_sage

@@ -13,19 +13,19 @@ import numpy as np
 import pytest
 
 from skbqa.common.errors import InvalidInputError
-from skbqa.embedded.engine import EmbeddedEngine
+from skbqa.engine.answers import Answer, answer
+from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.models.openai_chat import OpenAIChatModel
-from skbqa.parser.cypher import parse_cypher
-from skbqa.parser.prompts import SchemaProfile
-from skbqa.pipeline import Answer, answer
+from skbqa.query.context import QueryContext
 from skbqa.skb.loaders import load_skb
-from skbqa.spark.config import SparkConfig
-from skbqa.spark.plan import MAX_SEARCH_K, MAX_STEPS, CombineStep, CypherStep, SearchStep, parse_plan
-from skbqa.spark.prompts import example_plans, spark_prompt
-from skbqa.spark.strategy import NEEDS_LLM, SparkStrategy
+from skbqa.stages.parse.cypher.parser import parse_cypher
+from skbqa.stages.parse.prompts import SchemaProfile
 from skbqa.stores.nodes import NodeTable
 from skbqa.strategies.af import AfStrategy
-from skbqa.strategies.base import QueryContext
+from skbqa.strategies.spark.config import SparkConfig
+from skbqa.strategies.spark.plan import MAX_SEARCH_K, MAX_STEPS, CombineStep, CypherStep, SearchStep, parse_plan
+from skbqa.strategies.spark.prompts import example_plans, spark_prompt
+from skbqa.strategies.spark.strategy import NEEDS_LLM, SparkStrategy
 from tests.conftest import SAMPLE_BUNDLE
 from tests.fakes.openai_server import FakeOpenAIServer, Fault, running_server
 

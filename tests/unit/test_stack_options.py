@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("kafka")
 
 from skbqa.common.errors import InvalidInputError
-from skbqa.stack.stack import LocalStack, StackOptions
+from skbqa.devstack.stack import LocalStack, StackOptions
 
 
 @pytest.fixture

@@ -16,20 +16,12 @@ import pytest
 
 from skbqa.bus import topics
 from skbqa.bus.memory import MemoryBus
-from skbqa.distributed import codec
-from skbqa.distributed.stage_service import StageServicer
-from skbqa.distributed.stages import (
-    ROLES,
-    AnswerEnvelope,
-    StageCore,
-    StageMessage,
-    StageOutput,
-    StageRuntime,
-    build_stage,
-    run_stage,
-)
-from skbqa.distributed.worker import StageWorker
 from skbqa.observability.metrics import get_metrics
+from skbqa.serving import codec
+from skbqa.serving.stage_service import StageServicer
+from skbqa.serving.stages.core import ROLES, AnswerEnvelope, StageCore, StageMessage, StageOutput, StageRuntime
+from skbqa.serving.stages.registry import build_stage, run_stage
+from skbqa.serving.worker import StageWorker
 from skbqa.v1 import api_pb2, stages_pb2, stages_pb2_grpc
 from tests.conftest import SAMPLE_BUNDLE
 from tests.fakes.backends import GatedStageCore

@@ -12,10 +12,10 @@ import pytest
 from skbqa.bus import topics
 from skbqa.bus.memory import MemoryBus
 from skbqa.common.errors import BackendUnavailableError, InvalidInputError
-from skbqa.distributed.stages import AnswerEnvelope, StageMessage, StageOutput
-from skbqa.distributed.status import DEADLINE_EXCEEDED, INVALID_ARGUMENT, UNAVAILABLE
-from skbqa.distributed.worker import StageWorker
-from skbqa.server.bus_backend import BusBackend
+from skbqa.serving.gateway.bus_backend import BusBackend
+from skbqa.serving.stages.core import AnswerEnvelope, StageMessage, StageOutput
+from skbqa.serving.status import DEADLINE_EXCEEDED, INVALID_ARGUMENT, UNAVAILABLE
+from skbqa.serving.worker import StageWorker
 
 
 class EchoRanker:

@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from skbqa.common.errors import BundleError, InvalidInputError
-from skbqa.skb.stark import is_stark_dir, load_stark_qa, load_stark_skb
+from skbqa.skb.stark import is_stark_dir, load_stark_skb
+from skbqa.skb.stark_qa import load_stark_qa
 
 NODE_TYPE_DICT = {0: "disease", 1: "gene/protein", 2: "drug"}
 EDGE_TYPE_DICT = {0: "ppi", 1: "associated with", 2: "indication", 3: "unused relation"}

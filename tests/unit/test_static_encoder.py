@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from skbqa.common.errors import ModelError
-from skbqa.models.encoder import Encoder
 from skbqa.models.index_encoder import encoder_for_index, save_index_encoder
 from skbqa.models.static_encoder import StaticEncoder
+from skbqa.query.encoder import Encoder
 
 SAMPLE = [
     "paper: Bratikon: Quantum Lattice for Plasma. A 2019 paper in English.",

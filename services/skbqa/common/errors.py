@@ -1,6 +1,7 @@
 """One exception tree for the whole package; every error carries structured details.
 
-The gRPC layer (later) maps these classes to status codes in one table; the CLI prints `str(error)` as one line.
+The serving layer maps these classes to gRPC status codes in one table (`serving/status.py`); the CLI prints
+`str(error)` as one line.
 """
 
 from __future__ import annotations
@@ -19,6 +20,18 @@ class SkbqaError(Exception):
 
 class InvalidInputError(SkbqaError):
     """The caller sent something unusable (empty question, unknown strategy, bad k)."""
+
+
+ECHO_LIMIT = 80
+
+
+def clip(text: str, limit: int = ECHO_LIMIT) -> str:
+    """Client input as an error message may quote it: one line (non-printable characters escaped as `repr` does)
+    and at most `limit` characters, the last one an ellipsis when cut."""
+    text = text[: limit + 1]  # enough to tell whether it is cut: escaping only lengthens it
+    if not text.isprintable():
+        text = repr(text)[1:-1]
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class BundleError(SkbqaError):

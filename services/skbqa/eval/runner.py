@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from skbqa.embedded.engine import EmbeddedEngine
+from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.eval.metrics import METRIC_NAMES, mean_metrics, percentiles, question_metrics
 from skbqa.eval.specs import parse_spec
 from skbqa.skb.model import QAItem
@@ -30,6 +30,8 @@ class StrategyReport:
     latency_ms: dict[str, Any]
     by_target_type: dict[str, dict[str, Any]]
     skipped: int
+    # Per `meta.family` of the QA file, when its questions carry one (which shapes of question fail).
+    by_family: dict[str, dict[str, Any]] = field(default_factory=dict)
     # What the LLM path really did: calls, tokens, and how often it fell back (a row whose parser always fell
     # back measures the encoder parser, and the report must say so).
     llm: dict[str, int] = field(default_factory=dict)
@@ -41,6 +43,7 @@ class StrategyReport:
             "metrics": self.metrics,
             "latency_ms": self.latency_ms,
             "by_target_type": self.by_target_type,
+            **({"by_family": self.by_family} if self.by_family else {}),
             "skipped_questions": self.skipped,
             **({"llm": self.llm} if self.llm else {}),
         }
@@ -54,6 +57,51 @@ def target_type_of(engine: EmbeddedEngine, item: QAItem) -> str:
     return engine.stores.nodes.type_name(int(positions[0])) if positions.size and positions[0] >= 0 else "unknown"
 
 
+def family_of(item: QAItem) -> str | None:
+    """The question's family from the QA line's `meta.family` (or a top-level `family`), if it has one."""
+    nested = item.meta.get("meta")
+    family = nested.get("family") if isinstance(nested, dict) else item.meta.get("family")
+    return family if isinstance(family, str) and family else None
+
+
+def first_correct_rank(ranked: Sequence[int], answers: Sequence[int]) -> int | None:
+    wanted = set(answers)
+    return next((rank for rank, node in enumerate(ranked, start=1) if node in wanted), None)
+
+
+def question_record(
+    strategy: str, item: QAItem, result: Any, known: list[int], target_type: str
+) -> dict[str, Any]:
+    """One line of `--per-question`: the question, where the first correct answer ranked, and what the strategy
+    understood (the parse, the grounding scope, the constants' candidates) with the top answers' evidence."""
+    ranked = [a.node_id for a in result.items]
+    notes = result.notes
+    return {
+        "strategy": strategy,
+        "id": item.id,
+        "question": item.question,
+        "family": family_of(item),
+        "target_type": target_type,
+        "answers": known,
+        "first_correct_rank": first_correct_rank(ranked, known),
+        "parsed": notes.get("parsed"),
+        "scope": notes.get("scope"),
+        "constants": notes.get("constants"),
+        "top": [
+            {
+                "rank": a.rank,
+                "id": a.node_id,
+                "name": a.name,
+                "type": a.type,
+                "correct": a.node_id in known,
+                "source": a.source,
+                "evidence": a.evidence,
+            }
+            for a in result.items[:5]
+        ],
+    }
+
+
 def evaluate_strategy(
     engine: EmbeddedEngine,
     items: Sequence[QAItem],
@@ -61,10 +109,12 @@ def evaluate_strategy(
     *,
     depth: int = DEFAULT_EVAL_DEPTH,
     progress: bool = False,
+    on_question: Callable[[dict[str, Any]], None] | None = None,
 ) -> StrategyReport:
     name, options = parse_spec(strategy)
     rows: list[dict[str, float]] = []
     per_type: dict[str, list[dict[str, float]]] = defaultdict(list)
+    per_family: dict[str, list[dict[str, float]]] = defaultdict(list)
     totals: list[float] = []
     stages: dict[str, list[float]] = defaultdict(list)
     skipped = 0
@@ -84,7 +134,13 @@ def evaluate_strategy(
         result = engine.ask(item.question, strategy=name, k=depth, options=options)
         row = question_metrics([a.node_id for a in result.items], known)
         rows.append(row)
-        per_type[target_type_of(engine, item)].append(row)
+        target_type = target_type_of(engine, item)
+        per_type[target_type].append(row)
+        family = family_of(item)
+        if family is not None:
+            per_family[family].append(row)
+        if on_question is not None:
+            on_question(question_record(strategy, item, result, known, target_type))
         totals.append(result.timings_ms["total"])
         _count_llm(llm, result.notes)
         for stage, ms in result.timings_ms.items():
@@ -96,7 +152,8 @@ def evaluate_strategy(
     for stage, values in stages.items():
         latency[stage] = percentiles(values)
     by_type = {t: {"n": len(r), **mean_metrics(r)} for t, r in sorted(per_type.items())}
-    return StrategyReport(strategy, len(rows), mean_metrics(rows), latency, by_type, skipped, llm)
+    by_family = {f: {"n": len(r), **mean_metrics(r)} for f, r in sorted(per_family.items())}
+    return StrategyReport(strategy, len(rows), mean_metrics(rows), latency, by_type, skipped, by_family, llm)
 
 
 def _count_llm(totals: dict[str, int], notes: dict[str, Any]) -> None:

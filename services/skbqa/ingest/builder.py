@@ -1,11 +1,14 @@
 """`skbqa ingest`: bundle → embedded index, written aside and renamed into place only when complete.
 
 An interrupted or failed ingest leaves any previous index at the target untouched (the work happens in a
-sibling temp directory that is removed on error).
+sibling temp directory, `.NAME.ingest-PID@HOST-*`, that is removed on error). A killed ingest cannot remove it:
+the next ingest does (`stores.index.recover_index`), and restores the previous index when the kill fell between
+the two renames of the swap. The manifest records the size and CRC-32 of every file, which opening checks.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -24,14 +27,24 @@ from skbqa.common.resources import peak_rss_mib
 from skbqa.ingest.documents import document, embedded_texts
 from skbqa.ingest.precomputed import PrecomputedVectors
 from skbqa.ingest.vector_sets import write_vector_set
-from skbqa.models.encoder import Encoder
 from skbqa.models.index_encoder import save_index_encoder
+from skbqa.query.encoder import Encoder
 from skbqa.skb.loaders import load_skb
 from skbqa.stores.graph.csr import CsrGraph
-from skbqa.stores.index import EMBEDDING_SETS, FORMAT_VERSION, MANIFEST, read_manifest
+from skbqa.stores.index import (
+    EMBEDDING_SETS,
+    FILES,
+    FORMAT_VERSION,
+    MANIFEST,
+    file_checksums,
+    old_path,
+    read_manifest,
+    recover_index,
+    work_prefix,
+)
+from skbqa.stores.lexicon import LEXICON_FILE, NameLexicon
 from skbqa.stores.nodes import NodeTable
 from skbqa.stores.text.bm25 import Bm25Index
-from skbqa.symbols.lexicon import LEXICON_FILE, NameLexicon
 
 logger = logging.getLogger(__name__)
 
@@ -88,9 +101,10 @@ def ingest(
         raise IndexStoreError(
             f"the precomputed vectors were made by {precomputed.encoder.name!r}, not by {encoder.name!r}"
         )
+    recover_index(target, clean=True)  # what killed ingests left: the previous index aside, work directories
     _refuse_other_model(target, encoder, force)
     target.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.ingest-", dir=target.parent))
+    work = Path(tempfile.mkdtemp(prefix=work_prefix(target), dir=target.parent))
     try:
         report = _build(bundle, work, encoder, vector_dtype, progress, precomputed, ann)
         _swap_into_place(work, target)
@@ -201,6 +215,7 @@ def _build(
         "encode_texts_per_second": round(report.encode_rate, 1),
         "peak_rss_mib": round(report.peak_rss_mib, 1),
         "disk_bytes": disk_usage(work),
+        FILES: file_checksums(work),  # every file but the manifest, checked when the index is opened
     }
     (work / MANIFEST).write_text(json.dumps(manifest, indent=2))
     return report
@@ -253,13 +268,17 @@ def _swap_into_place(work: Path, target: Path) -> None:
     """Rename the finished index over the target; the old one is moved aside first and removed after."""
     old: Path | None = None
     if target.exists():
-        old = target.with_name(f".{target.name}.old-{os.getpid()}")
+        old = old_path(target)  # a kill before the next rename leaves it here; recover_index renames it back
         os.replace(target, old)
     try:
         os.replace(work, target)
-    except BaseException:
+    except BaseException as exc:
         if old is not None:
-            os.replace(old, target)
-        raise
+            with contextlib.suppress(OSError):  # a reader's recover_index may have renamed it back already
+                os.replace(old, target)
+        if not isinstance(exc, OSError):
+            raise
+        kept = "the previous index is kept" if target.exists() else f"the previous index is in {old}"
+        raise IndexStoreError(f"{target}: cannot rename the new index into place ({exc}); {kept}") from None
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from skbqa.common.errors import ModelError
-from skbqa.models.encoder import Encoder
 from skbqa.models.static_encoder import StaticEncoder
+from skbqa.query.encoder import Encoder
 
 STATIC_FILE = Path("encoder") / "static.npz"
 STATIC_PREFIX = "static-"

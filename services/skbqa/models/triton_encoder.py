@@ -1,6 +1,6 @@
 """`TritonEncoder`: the `Encoder` port over Triton's gRPC API (tritonclient.grpc).
 
-The server (skbqa.models.triton_server, or the GPU model repository under deploy/triton) publishes the
+The server (skbqa.devstack.triton, or the GPU model repository under deploy/triton) publishes the
 served encoder's `name` and `dim` as model-config parameters. The client adopts them on first use, so an
 index built with the local `all-MiniLM-L6-v2/onnx-int8/max128` encoder accepts a Triton server that serves
 that encoder and refuses one that serves anything else (the engine compares names).
@@ -20,13 +20,14 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from skbqa.common.errors import BackendUnavailableError
-from skbqa.models.triton_server import (
-    INPUT_TEXT,
-    MODEL_NAME,
-    OUTPUT_EMBEDDING,
-    PARAM_ENCODER_DIM,
-    PARAM_ENCODER_NAME,
-)
+
+# The contract with the model server (devstack/triton.py here, deploy/triton on a cluster).
+MODEL_NAME = "skbqa_encoder"
+MODEL_VERSION = 1
+INPUT_TEXT = "text"  # BYTES, dims [1] per item: a batch of n texts is sent as shape [n, 1]
+OUTPUT_EMBEDDING = "embedding"  # FP32, dims [dim] per item: [n, dim], unit vectors
+PARAM_ENCODER_NAME = "skbqa_encoder_name"
+PARAM_ENCODER_DIM = "skbqa_encoder_dim"
 
 URL_SCHEME = "triton"
 DEFAULT_BATCH_SIZE = 64

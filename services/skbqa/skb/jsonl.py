@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,11 +41,13 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 if has_lone_surrogate(line, obj):
                     raise BundleError(path.name, lineno, LONE_SURROGATE)
                 yield lineno, obj
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
         if isinstance(exc, BundleError):
             raise
         if isinstance(exc, UnicodeDecodeError):
             raise BundleError(path.name, _first_bad_utf8_line(path, opener), f"not UTF-8: {exc.reason}") from None
+        if isinstance(exc, zlib.error):  # damaged deflate data inside a .gz (gzip raises it as is)
+            raise BundleError(path.name, None, f"cannot read file: corrupt gzip data ({exc})") from None
         raise BundleError(path.name, None, f"cannot read file: {exc}") from None
 
 
@@ -78,6 +81,6 @@ def _first_bad_utf8_line(path: Path, opener: Any) -> int | None:
                     raw.decode("utf-8")
                 except UnicodeDecodeError:
                     return lineno
-    except (OSError, EOFError):
+    except (OSError, EOFError, zlib.error):
         return None
     return None

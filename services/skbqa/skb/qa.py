@@ -15,7 +15,7 @@ def load_qa(path: Path | str, *, split: str | None = None) -> list[QAItem]:
     if not path.is_file():
         raise BundleError(str(path), None, "QA file not found")
     if path.suffix == ".csv":
-        from skbqa.skb.stark import load_stark_qa
+        from skbqa.skb.stark_qa import load_stark_qa
 
         return load_stark_qa(path, split=split)
     if split is not None:

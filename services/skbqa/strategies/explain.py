@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from skbqa.ingest.documents import document
+from skbqa.query.context import Candidate
 from skbqa.stores.index import IndexStores
 from skbqa.stores.text.bm25 import words
-from skbqa.strategies.base import Candidate
 
 MAX_TERMS_SHOWN = 6
 

@@ -123,11 +123,6 @@ class ExactIndex:
 
     @classmethod
     def load(cls, directory: Path, *, dtype: str | None = None) -> ExactIndex:
-        if not (directory / _FILE).is_file():
-            from skbqa.stores.vectors.ann import AnnIndex, is_ann_set
-
-            if is_ann_set(directory):  # a large set stored only in its ANN form: read every vector back
-                return AnnIndex.load(directory).to_exact(dtype or "float16")
         with np.load(directory / _FILE) as data:
             vectors = data["vectors"]
             index = cls(int(vectors.shape[1]), dtype=dtype or str(vectors.dtype))

@@ -1,0 +1,345 @@
+"""`skbqa` command line: ingest, ask, eval, demo, synth, build-sage, train-grape, serve, stack (ARCHITECTURE.md).
+
+Errors print one line, `skbqa: error: ...`, and exit with status 2 for bad usage or input, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from skbqa.cli.backends import add_backend_parsers, run_load_milvus, run_load_nebula
+from skbqa.cli.grape import add_train_grape_parser, run_train_grape
+from skbqa.cli.sage import add_build_sage_parser, run_build_sage
+from skbqa.cli.serve import add_serve_parser, run_serve
+from skbqa.cli.stack import add_stack_parser, run_stack
+from skbqa.common.errors import BundleError, InvalidInputError, SkbqaError
+from skbqa.engine.embedded import DEFAULT_STRATEGY
+from skbqa.engine.embedded import STRATEGY_NAMES as STRATEGIES
+from skbqa.engine.explain_text import print_explanation, print_item_evidence
+from skbqa.eval.specs import parse_options, parse_spec, split_specs
+
+logger = logging.getLogger("skbqa")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="skbqa", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress at INFO level")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("ingest", help="build an embedded index from an SKB bundle or STaRK directory")
+    p.add_argument("bundle", type=Path)
+    p.add_argument("--index", type=Path, required=True, help="index directory to (re)build atomically")
+    p.add_argument("--encoder", default="onnx-int8", choices=("onnx-int8", "onnx", "torch"))
+    p.add_argument("--max-length", type=int, default=128, help="encoder token cap")
+    p.add_argument("--vector-dtype", default="float32", choices=("float32", "float16"))
+    p.add_argument("--force", action="store_true", help="replace an index built with another encoder")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument(
+        "--precomputed-vectors",
+        type=Path,
+        nargs="?",
+        const=Path(),
+        default=None,
+        metavar="DIR",
+        help="take the vectors saved with the bundle (skbqa synth --vectors; DIR defaults to BUNDLE/vectors) "
+        "instead of encoding; questions are then embedded by the encoder saved with them",
+    )
+    p.add_argument(
+        "--ann",
+        default="auto",
+        choices=("auto", "always", "never"),
+        help="approximate (faiss IVF) vector index: auto = for sets of 200k vectors or more",
+    )
+
+    p = sub.add_parser("ask", help="answer one question")
+    p.add_argument("--index", type=Path, required=True)
+    p.add_argument("question")
+    p.add_argument("--strategy", default=DEFAULT_STRATEGY, choices=STRATEGIES)
+    p.add_argument("--k", type=int, default=20)
+    p.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="per-request strategy setting, repeatable (af: alpha, l_max, strict, steps, reranker, parser, k)",
+    )
+    p.add_argument(
+        "--llm",
+        action="store_true",
+        help="use the OpenAI-compatible LLM set by SKBQA_LLM_URL / SKBQA_LLM_MODEL (docs/llm.md) for parsing "
+        "and the LLM rerankers",
+    )
+    p.add_argument("--json", action="store_true", help="print the full answer as JSON")
+    p.add_argument(
+        "--explain", action="store_true", help="print the parsed query, every score and the evidence per answer"
+    )
+
+    p = sub.add_parser("eval", help="STaRK metrics and latency over a QA file")
+    p.add_argument("--index", type=Path, required=True)
+    p.add_argument("--qa", type=Path, required=True)
+    p.add_argument(
+        "--strategy",
+        default="hybrid",
+        help="one strategy spec, or several separated by commas: the first is the baseline for ratios; a spec "
+        "may carry options, e.g. 'bm25,af[steps=1+7],af[steps=1-7]'",
+    )
+    p.add_argument("--split", default=None, help="with a STaRK stark_qa.csv: train, val or test")
+    p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--depth", type=int, default=100, help="ranked-list length scored (MRR looks this deep)")
+    p.add_argument(
+        "--llm",
+        action="store_true",
+        help="use the OpenAI-compatible LLM set by SKBQA_LLM_URL / SKBQA_LLM_MODEL (docs/llm.md) for parsing "
+        "and the LLM rerankers",
+    )
+    p.add_argument("--json", type=Path, default=None, dest="json_out", help="write the report to this file")
+    p.add_argument(
+        "--per-question",
+        type=Path,
+        default=None,
+        metavar="OUT.jsonl",
+        help="write one line per question and strategy: the parse, the evidence, the rank of the first correct answer",
+    )
+
+    p = sub.add_parser("demo", help="ingest a bundle if needed, answer its questions and show why")
+    p.add_argument("--bundle", type=Path, default=Path("data/biomed-sample"))
+    p.add_argument("--index", type=Path, default=Path(".skbqa/biomed-sample"))
+    p.add_argument("--qa-file", default="qa.jsonl", help="QA file inside the bundle")
+    p.add_argument("--strategy", default=DEFAULT_STRATEGY, choices=STRATEGIES)
+    p.add_argument("--questions", type=int, default=5, help="how many questions to show in detail")
+
+    p = sub.add_parser("synth", help="generate a synthetic STaRK-like SKB bundle with QA")
+    p.add_argument("out", type=Path)
+    p.add_argument("--nodes", type=int, required=True)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--questions", type=int, default=200)
+    p.add_argument(
+        "--avg-degree", type=float, default=20.0, help="mean edges per node, in + out (edges ≈ N × d / 2)"
+    )
+    p.add_argument(
+        "--vectors",
+        action="store_true",
+        help="also save precomputed vectors (static encoder distilled from MiniLM) for ingest --precomputed-vectors",
+    )
+
+    add_build_sage_parser(sub)
+    add_train_grape_parser(sub)
+    add_serve_parser(sub)
+    add_stack_parser(sub)
+    add_backend_parsers(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        commands = {
+            "ingest": _ingest,
+            "ask": _ask,
+            "eval": _eval,
+            "demo": _demo,
+            "synth": _synth,
+            "build-sage": run_build_sage,
+            "train-grape": run_train_grape,
+            "serve": run_serve,
+            "stack": run_stack,
+            "load-milvus": run_load_milvus,
+            "load-nebula": run_load_nebula,
+        }
+        return commands[args.command](args)
+    except (InvalidInputError, BundleError) as exc:
+        print(f"skbqa: error: {exc}", file=sys.stderr)
+        return 2
+    except SkbqaError as exc:
+        print(f"skbqa: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("skbqa: interrupted", file=sys.stderr)
+        return 130
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    from skbqa.ingest.builder import ingest
+    from skbqa.ingest.precomputed import open_precomputed
+    from skbqa.models.local_encoder import load_encoder
+
+    precomputed = None
+    if args.precomputed_vectors is not None:
+        precomputed = open_precomputed(args.precomputed_vectors if args.precomputed_vectors.parts else args.bundle)
+        encoder = precomputed.encoder
+    else:
+        encoder = load_encoder(args.encoder, max_length=args.max_length)
+    report = ingest(
+        args.bundle,
+        args.index,
+        encoder,
+        vector_dtype=args.vector_dtype,
+        force=args.force,
+        progress=not args.no_progress,
+        precomputed=precomputed,
+        ann=args.ann,
+    )
+    stages = ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items())
+    print(
+        f"indexed {report.nodes} nodes and {report.edges} edges into {report.directory} ({stages}); "
+        f"encoded {report.texts_encoded} texts at {report.encode_rate:.0f}/s; peak RSS {report.peak_rss_mib:.0f} MiB"
+    )
+    return 0
+
+
+def _ask(args: argparse.Namespace) -> int:
+    from skbqa.engine.embedded import EmbeddedEngine
+
+    options = parse_options(args.option)
+    engine = EmbeddedEngine.open(args.index, chat=_chat(args))
+    result = engine.ask(args.question, strategy=args.strategy, k=args.k, options=options)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+        return 0
+    print(f"Q: {result.question}   [{result.strategy}, {result.timings_ms['total']:.0f} ms]")
+    if args.explain:
+        print_explanation(result)
+    for item in result.items:
+        print(f"{item.rank:>3}. {item.name}  ({item.type}, id {item.node_id})  score {item.score:.3f}")
+        print(f"       why: {item.why}")
+        if args.explain:
+            print_item_evidence(item)
+    return 0
+
+
+def _chat(args: argparse.Namespace) -> Any:
+    """The ChatModel of `--llm` (settings from the environment; a missing variable is a one-line error)."""
+    if not args.llm:
+        return None
+    from skbqa.models.openai_chat import OpenAIChatModel
+
+    return OpenAIChatModel.from_env()
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from skbqa.engine.embedded import EmbeddedEngine
+    from skbqa.eval.runner import compare, evaluate_strategy
+    from skbqa.skb.qa import load_qa
+
+    strategies = split_specs(args.strategy)
+    unknown = [s for s in strategies if parse_spec(s)[0] not in STRATEGIES]
+    if not strategies or unknown:
+        raise InvalidInputError(
+            f"unknown strategy {unknown or args.strategy!r}; choose from {', '.join(STRATEGIES)}"
+        )
+    if args.limit is not None and args.limit < 1:
+        raise InvalidInputError("--limit must be at least 1")
+    items = load_qa(args.qa, split=args.split)[: args.limit]
+    engine = EmbeddedEngine.open(args.index, chat=_chat(args))
+    engine.warm(*(parse_spec(s)[0] for s in strategies))  # first-use builds stay out of the latency figures
+    with contextlib.ExitStack() as stack:
+        on_question = None
+        if args.per_question:
+            args.per_question.parent.mkdir(parents=True, exist_ok=True)
+            out = stack.enter_context(args.per_question.open("w"))
+            on_question = lambda record: out.write(json.dumps(record, default=str) + "\n")  # noqa: E731
+        reports = [
+            evaluate_strategy(
+                engine, items, s, depth=args.depth, progress=sys.stderr.isatty(), on_question=on_question
+            )
+            for s in strategies
+        ]
+    summary = compare(reports)
+    _print_eval(summary)
+    if args.json_out:
+        args.json_out.parent.mkdir(parents=True, exist_ok=True)
+        args.json_out.write_text(json.dumps(summary, indent=2))
+    return 0
+
+
+def _print_eval(summary: dict[str, Any]) -> None:
+    names = ("hit@1", "hit@5", "hit@20", "recall@20", "mrr")
+    width = max(10, *(len(n) for n in summary["strategies"]))
+    print(
+        f"{'strategy':<{width}} {'n':>5} " + " ".join(f"{n:>9}" for n in names) + f" {'p50 ms':>8} {'p95 ms':>8}"
+    )
+    for name, report in summary["strategies"].items():
+        m, lat = report["metrics"], report["latency_ms"]
+        print(
+            f"{name:<{width}} {report['n']:>5} "
+            + " ".join(f"{m[n]:>9.2f}" for n in names)
+            + f" {lat['p50']:>8.1f} {lat['p95']:>8.1f}"
+        )
+    if len(summary["strategies"]) > 1:
+        print(f"ratios vs {summary['baseline']}:")
+        for name, ratio in summary["ratios"].items():
+            cells = " ".join(f"{(ratio[n] if ratio[n] is not None else float('nan')):>9.2f}" for n in names)
+            print(f"{name:<{width}} {'':>5} {cells} {ratio['latency_p50'] or float('nan'):>8.2f}")
+    for name, report in summary["strategies"].items():
+        llm = report.get("llm")
+        if llm:
+            n = report["n"]
+            print(f"{name} LLM: " + ", ".join(f"{k} {v}" for k, v in sorted(llm.items())))
+            if llm.get("parser_fallbacks"):
+                print(f"  warning: {llm['parser_fallbacks']} of {n} questions fell back to the encoder parser")
+            if llm.get("rerank_incomplete"):
+                print(
+                    f"  warning: the reranker stopped early (deadline or LLM error) on {llm['rerank_incomplete']} of {n}"
+                )
+    for name, report in summary["strategies"].items():
+        if report.get("by_family"):
+            print(f"{name} by family:")
+            for f, m in report["by_family"].items():
+                print(
+                    f"  {f:<22} n={m['n']:<4} hit@1 {m['hit@1']:6.2f}  recall@20 {m['recall@20']:6.2f}  mrr {m['mrr']:6.2f}"
+                )
+        print(f"{name} by target type:")
+        for t, m in report["by_target_type"].items():
+            print(
+                f"  {t:<22} n={m['n']:<4} hit@1 {m['hit@1']:6.2f}  recall@20 {m['recall@20']:6.2f}  mrr {m['mrr']:6.2f}"
+            )
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from skbqa.cli.demo import run_demo
+
+    run_demo(args.bundle, args.index, qa_file=args.qa_file, strategy=args.strategy, questions=args.questions)
+    return 0
+
+
+def _synth(args: argparse.Namespace) -> int:
+    from skbqa.synth.generator import generate
+
+    try:
+        stats = generate(
+            args.out,
+            nodes=args.nodes,
+            seed=args.seed,
+            questions=args.questions,
+            edges_per_node=args.avg_degree,
+            progress=True,
+        )
+    except ValueError as exc:  # the generator's argument checks
+        raise InvalidInputError(str(exc)) from None
+    print(
+        f"wrote {args.out}: {stats.nodes} nodes, {stats.edges} edges, {stats.questions} questions "
+        f"in {stats.seconds:.1f} s"
+    )
+    if args.vectors:
+        from skbqa.ingest.precomputed import write_precomputed
+
+        manifest = write_precomputed(args.out, seed=args.seed, progress=True)
+        print(
+            f"wrote {args.out}/vectors: 3 × {manifest['rows']} float16 vectors ({manifest['encoder']['name']}) in "
+            f"{manifest['seconds']['total']:.1f} s, {manifest['encoder_texts_per_second']:.0f} texts/s"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

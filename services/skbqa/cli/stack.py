@@ -1,0 +1,79 @@
+"""`skbqa stack up|down|status`: the local distributed stack (docs/distributed.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from skbqa.common.errors import InvalidInputError
+
+
+def add_stack_parser(sub: Any) -> None:
+    p = sub.add_parser("stack", help="start / stop the local distributed stack (broker, Triton, services, Ray)")
+    p.add_argument("action", choices=("up", "down", "status"))
+    p.add_argument("--index", type=Path, default=None, help="index directory (up)")
+    p.add_argument("--dir", type=Path, default=Path(".skbqa/stack"), help="state and logs")
+    p.add_argument("--port", type=int, default=50051, help="gateway gRPC port (0 = any)")
+    p.add_argument("--replicas", action="append", default=[], metavar="ROLE=N", help="e.g. ranking=2")
+    p.add_argument("--no-triton", action="store_true", help="services load the local encoder instead")
+    p.add_argument("--no-ray", action="store_true", help="rerank in the reranker service's process")
+    p.add_argument("--prometheus", action="store_true", help="also run Prometheus scraping every service")
+    p.add_argument(
+        "--durable", action="store_true", help="broker storage on s3, served by moto (survives a broker crash)"
+    )
+
+
+def _replicas(pairs: list[str]) -> dict[str, int]:
+    out = {}
+    for pair in pairs:
+        role, _, count = pair.partition("=")
+        if not count.isdigit():
+            raise InvalidInputError(f"--replicas wants ROLE=N, got {pair!r}")
+        out[role] = int(count)
+    return out
+
+
+def run_stack(args: argparse.Namespace) -> int:
+    from skbqa.devstack.processes import grpc_serving, read_state
+    from skbqa.devstack.stack import LocalStack, StackOptions, stack_down
+
+    if args.action == "down":
+        stopped = stack_down(args.dir)
+        print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
+        return 0
+    if args.action == "status":
+        state = read_state(args.dir)
+        if not state:
+            print(f"no stack recorded in {args.dir}")
+            return 1
+        for record in state["processes"]:
+            port = record["ports"].get("grpc")
+            health = ""
+            if port:
+                try:
+                    health = "SERVING" if grpc_serving(port) else "NOT_SERVING"
+                except Exception:
+                    health = "unreachable"
+            print(f"{record['name']:<14} pid {record['pid']:<8} {json.dumps(record['ports'])} {health}")
+        return 0
+    if args.index is None:
+        raise InvalidInputError("stack up needs --index DIR")
+    options = StackOptions(
+        index=args.index,
+        directory=args.dir,
+        gateway_port=args.port,
+        replicas=_replicas(args.replicas),
+        triton=not args.no_triton,
+        ray=not args.no_ray,
+        prometheus=args.prometheus,
+        broker_storage="s3" if args.durable else "memory",
+    )
+    started = time.perf_counter()
+    ports = LocalStack(options).up()
+    print(f"stack up in {time.perf_counter() - started:.1f} s: gateway 127.0.0.1:{ports['gateway']}")
+    print(json.dumps(ports, indent=2))
+    print(f"stop it with: skbqa stack down --dir {args.dir}")
+    return 0

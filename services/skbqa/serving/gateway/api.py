@@ -1,0 +1,367 @@
+"""The `skbqa.v1.Skbqa` servicer: validation, deadlines, in-flight limits, partial results, request-id replay.
+
+Status codes: bad input → INVALID_ARGUMENT (one line saying what is wrong); more than `max_inflight` calls at once
+→ RESOURCE_EXHAUSTED at once (no unbounded queue); no answer within the call's deadline (or the server's
+`request_timeout_s`) → DEADLINE_EXCEEDED; backend errors as the stages reported them; a `request_id` this client
+already used for a different request → ALREADY_EXISTS.
+
+Request-id replay: a final answer is kept for retries under the key (client, request_id) — the client as the
+per-client limits identify it (call_guard.ClientIdentifier) — together with a fingerprint of the request it
+answers. A request is validated before the cache is consulted; another client's id is simply another key; the
+same id with a different request is refused. The cache is bounded in bytes and in time (oldest first out).
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+
+from skbqa.common.errors import InvalidInputError
+from skbqa.engine.explain_text import explanation
+from skbqa.observability.metrics import get_metrics
+from skbqa.serving import codec
+from skbqa.serving.gateway.backends import Backend, Waiter
+from skbqa.serving.gateway.call_guard import ClientIdentifier
+from skbqa.serving.requests import fingerprint, new_request
+from skbqa.serving.settings import env
+from skbqa.serving.stages.core import AnswerEnvelope, StageMessage
+from skbqa.serving.status import (
+    DEADLINE_EXCEEDED,
+    INTERNAL,
+    INVALID_ARGUMENT,
+    RESOURCE_EXHAUSTED,
+    UNAVAILABLE,
+    status_for,
+)
+from skbqa.v1 import api_pb2, api_pb2_grpc
+
+logger = logging.getLogger(__name__)
+
+_CODES = {status.value[0]: status for status in grpc.StatusCode}
+ALREADY_EXISTS = 6  # grpc.StatusCode.ALREADY_EXISTS
+REUSED_ID = "request_id already used by this client for a different request; use a new request_id"
+# Longest status message a client is sent: echoed input is capped where it is quoted (common.errors.clip); this
+# is the backstop for messages built further away (a stage's refusal of an option value, say).
+MAX_STATUS_CHARS = 400
+
+DEFAULT_CACHE_MB = 32.0
+DEFAULT_CACHE_TTL_S = 300.0
+# What one kept answer costs beyond its serialized bytes: the key, the fingerprint, the bookkeeping.
+ENTRY_OVERHEAD_BYTES = 256
+
+
+class RequestIdReusedError(Exception):
+    """A client sent a request_id it had used for a different request."""
+
+
+@dataclass(frozen=True)
+class _Kept:
+    fingerprint: bytes
+    answer: bytes  # serialized AskResponse: its size is what it costs
+    size: int
+    expires: float
+
+
+class AnswerCache:
+    """Final answers for idempotent retries, keyed by (client, request_id) and bound to the request they answer
+    (`fingerprint`). Bounded in bytes (`max_bytes`, 0 = off) and kept `ttl_s` seconds; the oldest go first."""
+
+    def __init__(
+        self,
+        max_bytes: int = int(DEFAULT_CACHE_MB * 1024 * 1024),
+        ttl_s: float = DEFAULT_CACHE_TTL_S,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if max_bytes < 0 or not ttl_s > 0:
+            raise InvalidInputError(f"answer cache: bytes must be >= 0 and ttl > 0, got {max_bytes}, {ttl_s}")
+        self.max_bytes = max_bytes
+        self.ttl_s = ttl_s
+        self.nbytes = 0
+        self._clock = clock
+        self._items: OrderedDict[tuple[str, str], _Kept] = OrderedDict()  # oldest first (one ttl: expiry order)
+        self._lock = threading.Lock()
+
+    def get(self, client: str, request_id: str, fingerprint: bytes) -> api_pb2.AskResponse | None:
+        """The kept answer, None when there is none; RequestIdReusedError when the id answered another request."""
+        with self._lock:
+            self._expire(self._clock())
+            kept = self._items.get((client, request_id))
+        if kept is None:
+            return None
+        if not hmac.compare_digest(kept.fingerprint, fingerprint):
+            raise RequestIdReusedError(request_id)
+        return api_pb2.AskResponse.FromString(kept.answer)
+
+    def put(self, client: str, request_id: str, fingerprint: bytes, response: api_pb2.AskResponse) -> None:
+        answer = response.SerializeToString()
+        size = len(answer) + len(client) + len(request_id) + len(fingerprint) + ENTRY_OVERHEAD_BYTES
+        if size > self.max_bytes:
+            return  # larger than the whole budget (or the cache is off): not kept
+        key = (client, request_id)
+        with self._lock:
+            now = self._clock()
+            self._expire(now)
+            if key in self._items:
+                return  # a retry that ran while the first was in flight: the first answer stays
+            self._items[key] = _Kept(fingerprint, answer, size, now + self.ttl_s)
+            self.nbytes += size
+            while self.nbytes > self.max_bytes:
+                self.nbytes -= self._items.popitem(last=False)[1].size
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+    def _expire(self, now: float) -> None:
+        while self._items:
+            oldest = next(iter(self._items.values()))
+            if oldest.expires > now:
+                return
+            self.nbytes -= self._items.popitem(last=False)[1].size
+
+
+def answer_cache_from_env() -> AnswerCache:
+    """The cache sized by SKBQA_ANSWER_CACHE_MB (32; 0 = off) and SKBQA_ANSWER_CACHE_TTL_S (300)."""
+    try:
+        megabytes = float(env("ANSWER_CACHE_MB", str(DEFAULT_CACHE_MB)) or DEFAULT_CACHE_MB)
+        ttl_s = float(env("ANSWER_CACHE_TTL_S", str(DEFAULT_CACHE_TTL_S)) or DEFAULT_CACHE_TTL_S)
+    except ValueError as exc:
+        raise InvalidInputError(f"bad SKBQA_ANSWER_CACHE_MB / SKBQA_ANSWER_CACHE_TTL_S: {exc}") from None
+    if not megabytes >= 0 or not ttl_s > 0 or megabytes == float("inf") or ttl_s == float("inf"):
+        raise InvalidInputError(
+            f"SKBQA_ANSWER_CACHE_MB must be >= 0 and SKBQA_ANSWER_CACHE_TTL_S > 0, got {megabytes:g}, {ttl_s:g}"
+        )
+    return AnswerCache(int(megabytes * 1024 * 1024), ttl_s)
+
+
+class _Aborted(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        if len(message) > MAX_STATUS_CHARS:
+            message = message[: MAX_STATUS_CHARS - 1] + "…"
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class SkbqaServicer(api_pb2_grpc.SkbqaServicer):
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        strategies: Sequence[str],
+        default_strategy: str,
+        status: api_pb2.IndexStatusResponse,
+        gateway_id: str = "embedded",
+        request_timeout_s: float = 30.0,
+        max_inflight: int = 64,
+        answer_cache_bytes: int | None = None,
+        answer_cache_ttl_s: float | None = None,
+        identify: Callable[[grpc.ServicerContext], str] | None = None,
+    ) -> None:
+        """`answer_cache_bytes` / `answer_cache_ttl_s`: the replay cache's budget (0 = off) and how long an answer
+        is kept; None = SKBQA_ANSWER_CACHE_MB / SKBQA_ANSWER_CACHE_TTL_S (32 MiB, 300 s). `identify`: who the
+        caller is (default: as the per-client limits tell clients apart)."""
+        self._backend = backend
+        self._strategies = tuple(strategies)
+        self._default = default_strategy
+        self._status = status
+        self._gateway_id = gateway_id
+        self._timeout = request_timeout_s
+        self._slots = threading.BoundedSemaphore(max_inflight)
+        if answer_cache_bytes is None or answer_cache_ttl_s is None:
+            configured = answer_cache_from_env()
+            answer_cache_bytes = configured.max_bytes if answer_cache_bytes is None else answer_cache_bytes
+            answer_cache_ttl_s = configured.ttl_s if answer_cache_ttl_s is None else answer_cache_ttl_s
+        self._cache = AnswerCache(answer_cache_bytes, answer_cache_ttl_s)
+        # The token the call was admitted with (security.TokenAuthInterceptor hands it on), else the mTLS subject,
+        # else the peer address: an unchecked Authorization header is never an identity.
+        self._identify = identify or ClientIdentifier(tokens_on=False)
+        # (client, request_id) → (fingerprint, calls) of the calls in flight: one id, one request, even before
+        # the first call's answer is kept
+        self._pending: dict[tuple[str, str], tuple[bytes, int]] = {}
+        self._pending_lock = threading.Lock()
+        self._metrics = get_metrics()
+
+    def answer_cache_bytes(self) -> int:
+        """Bytes the replay cache holds now (answers and their bookkeeping)."""
+        return self._cache.nbytes
+
+    # ------------------------------------------------------------------------------------------------ RPCs
+
+    def Ask(self, request: api_pb2.AskRequest, context: grpc.ServicerContext) -> api_pb2.AskResponse:
+        with self._call("Ask", context):
+            for event in self._answer(request, context, stream=False):
+                if not event.partial:
+                    return event
+        raise AssertionError("unreachable: _answer ends with a final answer or aborts")
+
+    def AskStream(self, request: api_pb2.AskRequest, context: grpc.ServicerContext) -> Iterator[api_pb2.AskEvent]:
+        with self._call("AskStream", context):
+            for event in self._answer(request, context, stream=True):
+                yield api_pb2.AskEvent(partial=event) if event.partial else api_pb2.AskEvent(final=event)
+
+    def Explain(self, request: api_pb2.ExplainRequest, context: grpc.ServicerContext) -> api_pb2.ExplainResponse:
+        with self._call("Explain", context):
+            for event in self._answer(request.ask, context, stream=False):
+                if not event.partial:
+                    return api_pb2.ExplainResponse(
+                        answer=event, explanation=explanation(codec.answer_from_proto(event))
+                    )
+        raise AssertionError("unreachable")
+
+    def IndexStatus(
+        self, request: api_pb2.IndexStatusRequest, context: grpc.ServicerContext
+    ) -> api_pb2.IndexStatusResponse:
+        return self._status
+
+    # ------------------------------------------------------------------------------------------------ internals
+
+    def _call(self, rpc: str, context: grpc.ServicerContext) -> Any:
+        servicer = self
+
+        class _Scope:
+            def __enter__(self) -> None:
+                self.started = time.perf_counter()
+
+            def __exit__(self, kind: Any, error: BaseException | None, tb: Any) -> None:
+                code = 0
+                if isinstance(error, _Aborted):
+                    code = error.code
+                elif error is not None and not isinstance(error, GeneratorExit):
+                    code = 13
+                servicer._metrics.observe_request(
+                    rpc, _CODES[code].name.lower(), time.perf_counter() - self.started
+                )
+                if isinstance(error, _Aborted):
+                    context.abort(_CODES[error.code], error.message)
+                if isinstance(error, Exception):
+                    # not left to grpc, which would log "Exception calling application: <message>" with the
+                    # traceback at ERROR, and an exception's message can quote the question
+                    internal, text = status_for(error)
+                    context.abort(_CODES[internal], text)
+
+        return _Scope()
+
+    def _answer(
+        self, request: api_pb2.AskRequest, context: grpc.ServicerContext, *, stream: bool
+    ) -> Iterator[api_pb2.AskResponse]:
+        remaining = context.time_remaining()
+        timeout = self._timeout if remaining is None else min(self._timeout, remaining)
+        try:  # first: a cached answer never stands in for a request that is not valid
+            message = new_request(
+                request,
+                strategies=self._strategies,
+                default_strategy=self._default,
+                gateway_id=self._gateway_id,
+                deadline_s=timeout,
+                stream=stream,
+            )
+        except InvalidInputError as exc:
+            raise _Aborted(INVALID_ARGUMENT, str(exc)) from None
+        replay: tuple[str, str, bytes] | None = None
+        if request.request_id:
+            replay = (self._identify(context), request.request_id, fingerprint(message))
+            try:
+                cached = self._cache.get(*replay)
+            except RequestIdReusedError:
+                raise _Aborted(ALREADY_EXISTS, REUSED_ID) from None
+            if cached is not None:
+                yield cached
+                return
+        if not self._backend.ready():
+            raise _Aborted(UNAVAILABLE, "the service is starting or has lost its backend; retry shortly")
+        if not self._slots.acquire(blocking=False):
+            raise _Aborted(RESOURCE_EXHAUSTED, "too many requests in flight on this server; retry with backoff")
+        try:
+            with self._metrics.inflight("gateway"), self._in_flight(replay):
+                yield from self._submit_and_wait(message, timeout, replay)
+        finally:
+            self._slots.release()
+
+    def _in_flight(self, replay: tuple[str, str, bytes] | None) -> Any:
+        """Registers a call under its (client, request_id) while it runs; the same id with another request at the
+        same time is refused like a reused one."""
+        servicer = self
+
+        class _Registration:
+            def __enter__(self) -> None:
+                if replay is None:
+                    return
+                client, request_id, fp = replay
+                with servicer._pending_lock:
+                    held = servicer._pending.get((client, request_id))
+                    if held is not None and not hmac.compare_digest(held[0], fp):
+                        raise _Aborted(ALREADY_EXISTS, REUSED_ID)
+                    servicer._pending[(client, request_id)] = (fp, 1 if held is None else held[1] + 1)
+
+            def __exit__(self, *exc: object) -> None:
+                if replay is None:
+                    return
+                key = (replay[0], replay[1])
+                with servicer._pending_lock:
+                    fp, calls = servicer._pending[key]
+                    if calls > 1:
+                        servicer._pending[key] = (fp, calls - 1)
+                    else:
+                        del servicer._pending[key]
+
+        return _Registration()
+
+    def _submit_and_wait(
+        self, message: StageMessage, timeout: float, replay: tuple[str, str, bytes] | None
+    ) -> Iterator[api_pb2.AskResponse]:
+        try:
+            waiter = self._backend.submit(message)
+        except Exception as exc:  # the bus refused the request: nothing was accepted, say so
+            code, text = status_for(exc, message.request_id)
+            raise _Aborted(code, text) from None
+        try:
+            yield from self._events(message, waiter, timeout, replay)
+        except _Aborted:
+            raise
+        except Exception as exc:  # e.g. an answer that does not decode: INTERNAL, logged without its text
+            code, text = status_for(exc, message.request_id)
+            raise _Aborted(code, text) from None
+        finally:
+            self._backend.forget(waiter)
+
+    def _events(
+        self, message: StageMessage, waiter: Waiter, timeout: float, replay: tuple[str, str, bytes] | None
+    ) -> Iterator[api_pb2.AskResponse]:
+        # the client's own id on its answers (the message's id is this call's: the client's id and a suffix)
+        client_request_id = replay[1] if replay is not None else message.request_id
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                if left <= 0:
+                    raise TimeoutError
+                envelope = waiter.next(left)
+            except TimeoutError:
+                raise _Aborted(
+                    DEADLINE_EXCEEDED, f"no answer within {timeout:.1f} s (request {message.request_id})"
+                ) from None
+            if envelope.request_id != message.request_id:  # never another call's answer
+                logger.error("request %s was handed an answer for another request", message.request_id)
+                raise _Aborted(
+                    INTERNAL, f"internal error (request {message.request_id}); the server log has the details"
+                )
+            if envelope.kind == AnswerEnvelope.ERROR:
+                raise _Aborted(envelope.status_code, envelope.status_message)
+            response = api_pb2.AskResponse.FromString(envelope.answer)
+            response.request_id = client_request_id
+            if envelope.kind == AnswerEnvelope.FINAL:
+                if replay is not None:
+                    self._cache.put(*replay, response)
+                yield response
+                return
+            yield response

@@ -1,0 +1,111 @@
+"""The gateway's backend: publish each request to skbqa.query, and route answers from skbqa.answer back.
+
+Every gateway replica reads the whole answer topic in a consumer group of its own (so each replica sees every
+answer) and keeps those addressed to it (`gateway_id`) that a call is waiting for. Answers arrive at least once:
+a request's first final (or error) ends its call, later copies are counted as duplicates and dropped. Answers are
+matched to calls by the request id on the bus, which is the call's own (the client's id with a fresh suffix), so
+two clients — or two calls of one client — that send one request_id never receive each other's answers.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+
+from skbqa.bus import topics
+from skbqa.bus.base import Bus, Consumer
+from skbqa.common.errors import InvalidInputError
+from skbqa.observability.metrics import get_metrics
+from skbqa.serving.gateway.backends import Waiter
+from skbqa.serving.stages.core import AnswerEnvelope, StageMessage
+
+logger = logging.getLogger(__name__)
+
+
+class BusBackend:
+    def __init__(self, bus: Bus, *, gateway_id: str | None = None, poll_timeout_s: float = 0.05) -> None:
+        self.gateway_id = gateway_id or uuid.uuid4().hex[:12]
+        self._bus = bus
+        self._waiters: dict[str, Waiter] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._poll_timeout_s = poll_timeout_s
+        # latest: a new replica has no business with answers to requests made before it existed
+        self._consumer: Consumer = bus.consumer(
+            [topics.ANSWER], group=f"skbqa-gateway-{self.gateway_id}", from_beginning=False
+        )
+        # Record where this replica starts reading, so a rejoin after a broker restart resumes there rather than
+        # at the then log end (which would skip the answers published while it was away).
+        commit_positions = getattr(self._consumer, "commit_positions", None)
+        if commit_positions is not None:
+            commit_positions()
+        self._assigned = threading.Event()
+        self._thread = threading.Thread(target=self._route, name="skbqa-answers", daemon=True)
+        self._thread.start()
+
+    def submit(self, message: StageMessage) -> Waiter:
+        message.gateway_id = self.gateway_id
+        waiter = Waiter(message.request_id)
+        with self._lock:
+            # One waiter per id: another call's waiter is never replaced (its answers would reach this call). The
+            # servicer gives every call an id of its own (requests.new_request), so this is a guard, not a path.
+            if message.request_id in self._waiters:
+                raise InvalidInputError("a request with this id is already in flight on this gateway")
+            self._waiters[message.request_id] = waiter
+        try:
+            self._bus.publish(topics.QUERY, message.request_id, message.SerializeToString())
+        except Exception:
+            self.forget(waiter)
+            raise
+        return waiter
+
+    def forget(self, waiter: Waiter) -> None:
+        with self._lock:
+            if self._waiters.get(waiter.request_id) is waiter:
+                del self._waiters[waiter.request_id]
+
+    def ready(self) -> bool:
+        """Serving only once the answer consumer holds its partitions: earlier answers would be missed."""
+        return self._assigned.is_set()
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        return self._assigned.wait(timeout_s)
+
+    def _has_partitions(self) -> bool:
+        assignment = getattr(self._consumer, "assignment", None)
+        return True if assignment is None else bool(assignment())
+
+    def _route(self) -> None:
+        metrics = get_metrics()
+        while not self._stop.is_set():
+            try:
+                messages = self._consumer.poll(self._poll_timeout_s, max_records=256)
+                if not self._assigned.is_set() and self._has_partitions():
+                    self._assigned.set()
+            except Exception as exc:  # the broker is away: keep trying, calls time out meanwhile
+                logger.warning("answer consumer: %s", exc)
+                self._stop.wait(0.5)
+                continue
+            for message in messages:
+                envelope = AnswerEnvelope.FromString(message.value)
+                if envelope.gateway_id and envelope.gateway_id != self.gateway_id:
+                    continue
+                with self._lock:
+                    waiter = self._waiters.get(envelope.request_id)
+                    if waiter is not None and envelope.kind != AnswerEnvelope.PARTIAL:
+                        del self._waiters[envelope.request_id]
+                if waiter is None:
+                    metrics.count_message("gateway", "duplicate")
+                    continue
+                waiter.push(envelope)
+            if messages:
+                try:
+                    self._consumer.commit(messages)
+                except Exception as exc:  # a lost commit only means these answers may arrive again: dropped
+                    logger.warning("answer consumer commit: %s", str(exc).splitlines()[0])
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._consumer.close()

@@ -1,0 +1,85 @@
+"""The gRPC shell around a stage core: `skbqa.v1.Stage/Process` runs one stage on a message, for direct calls
+(debugging, a client that wants to run a stage remotely) without the bus, and the server that carries it (the same
+TLS / mTLS / token settings as the gateway, at most `max_inflight` calls at once, health for the service).
+
+Same rules as the bus shell (distributed/worker.py): a message whose `deadline_unix_ms` has passed is answered
+DEADLINE_EXCEEDED without computing; errors map to status codes through distributed/status.py (bad input →
+INVALID_ARGUMENT with one line, anything unexpected → INTERNAL with the request id only). Each call counts in
+`skbqa_inflight{service=<role>}` and `skbqa_stage_seconds{stage,strategy,status}`.
+"""
+
+from __future__ import annotations
+
+import time
+
+import grpc
+
+from skbqa.observability.metrics import get_metrics
+from skbqa.serving.gateway.limits import ClientLimits
+from skbqa.serving.grpc_server import RunningServer, start_server
+from skbqa.serving.security import security_options
+from skbqa.serving.settings import ServiceSettings
+from skbqa.serving.stages.core import StageCore, StageMessage, StageOutput
+from skbqa.serving.stages.registry import run_stage
+from skbqa.serving.status import DEADLINE_EXCEEDED, OK, PERMANENT, status_for
+from skbqa.v1 import stages_pb2, stages_pb2_grpc
+
+_CODES = {status.value[0]: status for status in grpc.StatusCode}
+
+
+class StageServicer(stages_pb2_grpc.StageServicer):
+    def __init__(self, core: StageCore) -> None:
+        self._core = core
+        self._metrics = get_metrics()
+
+    def Process(self, request: StageMessage, context: grpc.ServicerContext) -> stages_pb2.StageResult:
+        role = self._core.role
+        with self._metrics.inflight(role):
+            started = time.perf_counter()
+            code, text, output = self._run(request)
+            self._metrics.observe_stage(role, request.strategy, time.perf_counter() - started, _status(code))
+        if output is None:
+            context.abort(_CODES[code], text)
+            raise AssertionError("unreachable: abort raises")  # grpc's stubs do not say abort never returns
+        result = stages_pb2.StageResult(answers=output.answers, has_forward=output.forward is not None)
+        if output.forward is not None:
+            result.forward.CopyFrom(output.forward)
+        return result
+
+    def _run(self, request: StageMessage) -> tuple[int, str, StageOutput | None]:
+        if request.deadline_unix_ms and time.time() * 1000 > request.deadline_unix_ms:
+            return DEADLINE_EXCEEDED, f"deadline passed before the {self._core.role} stage", None
+        try:
+            return OK, "", run_stage(self._core, request)
+        except Exception as exc:
+            code, text = status_for(exc, request.request_id)
+            self._metrics.count_error(self._core.role, type(exc).__name__)
+            return code, text, None
+
+
+def _status(code: int) -> str:
+    """The `status` label, in the worker's words (ok / expired / invalid / error)."""
+    if code == OK:
+        return "ok"
+    if code == DEADLINE_EXCEEDED:
+        return "expired"
+    return "invalid" if code in PERMANENT else "error"
+
+
+STAGE_SERVICE = "skbqa.v1.Stage"
+
+
+def start_stage_server(
+    core: StageCore, settings: ServiceSettings, *, limits: ClientLimits | None = None
+) -> RunningServer:
+    """Started NOT_SERVING (the caller turns it SERVING after warm-up, as for the gateway)."""
+    return start_server(
+        [(stages_pb2_grpc.add_StageServicer_to_server, StageServicer(core), STAGE_SERVICE)],
+        host=settings.host,
+        port=settings.port,
+        max_inflight=settings.max_inflight,
+        guard_inflight=True,  # StageServicer has no cap of its own
+        limits=limits,
+        service=core.role,
+        **security_options(settings),
+    )

@@ -1,0 +1,243 @@
+"""The bus shell around a stage core: consume → compute → produce → commit (at-least-once).
+
+- Offsets are committed only after the outputs (next stage's message, answers) are durably published, so a worker
+  killed mid-request leaves the request to another replica of the group (or itself after a restart).
+- Idempotent by request id: a request this worker already published is committed and skipped when redelivered;
+  anything else redelivered is simply computed again (stages are deterministic) and the gateway keeps the first
+  answer.
+- A request whose deadline has passed is answered DEADLINE_EXCEEDED without computing.
+- Invalid input is answered at once (retrying cannot help); other failures are retried `max_attempts` times, then
+  the request goes to the dead-letter topic with its error and the client gets the error as a status.
+
+Metrics besides the stage histograms: `skbqa_inflight{service=<role>}` while a message is handled, and the group's
+lag on the input topic (`skbqa_kafka_lag`, distributed/lag.py) every `lag_interval_s` while the worker runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+
+from google.protobuf.message import DecodeError
+
+from skbqa.bus import topics
+from skbqa.bus.base import Bus, Consumer, Message
+from skbqa.observability.metrics import get_metrics
+from skbqa.serving.lag import DEFAULT_INTERVAL_S, DEFAULT_TIMEOUT_S, LagExporter
+from skbqa.serving.stages.core import AnswerEnvelope, StageCore, StageMessage, StageOutput
+from skbqa.serving.stages.registry import run_stage
+from skbqa.serving.status import DEADLINE_EXCEEDED, INVALID_ARGUMENT, PERMANENT, status_for
+
+logger = logging.getLogger(__name__)
+
+
+class _Recent:
+    """The last `size` request ids this worker finished (bounded memory)."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._ids: OrderedDict[str, None] = OrderedDict()
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._ids
+
+    def add(self, key: str) -> None:
+        self._ids[key] = None
+        while len(self._ids) > self._size:
+            self._ids.popitem(last=False)
+
+
+class StageWorker:
+    def __init__(
+        self,
+        core: StageCore,
+        bus: Bus,
+        *,
+        group: str | None = None,
+        max_attempts: int = 3,
+        retry_backoff_s: float = 0.2,
+        poll_timeout_s: float = 0.1,
+        max_records: int = 16,
+        lag_interval_s: float = DEFAULT_INTERVAL_S,
+        lag_timeout_s: float = DEFAULT_TIMEOUT_S,
+    ) -> None:
+        """`lag_interval_s` <= 0 turns the lag exporter off."""
+        self.core = core
+        self._bus = bus
+        self.group = group or f"skbqa-{core.role}"
+        self._max_attempts = max_attempts
+        self._backoff = retry_backoff_s
+        self._poll_timeout_s = poll_timeout_s
+        self._max_records = max_records
+        self._done = _Recent()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._metrics = get_metrics()
+        self.lag = (
+            LagExporter(
+                bus,
+                self.group,
+                [core.input_topic],
+                stage=core.role,
+                interval_s=lag_interval_s,
+                timeout_s=lag_timeout_s,
+            )
+            if lag_interval_s > 0
+            else None
+        )
+        self.processed = 0
+        # Set once the consumer owns partitions: a service reports SERVING only then, so whoever restarts it (the
+        # stack, a rolling update) waits for the group join instead of stopping a member that is still joining,
+        # which would leave the group in a rebalance waiting for it (up to max_poll_interval_ms on tansu).
+        self.joined = threading.Event()
+
+    # ------------------------------------------------------------------------------------------------ lifecycle
+
+    def wait_joined(self, timeout_s: float) -> bool:
+        return self.joined.wait(timeout_s)
+
+    def start(self) -> StageWorker:
+        self._thread = threading.Thread(target=self.run, name=f"skbqa-{self.core.role}-worker", daemon=True)
+        self._thread.start()
+        if self.lag is not None:
+            self.lag.start()
+        return self
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        self._stop.set()
+        if self.lag is not None:
+            self.lag.stop()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    def run(self) -> None:
+        while not self._stop.is_set():
+            consumer = self._bus.consumer([self.core.input_topic], group=self.group)
+            try:
+                self._consume(consumer)
+            except Exception as exc:
+                # Publishing an output failed (broker away): the batch stays uncommitted. Leaving the group hands
+                # it back (to this worker when it rejoins, or to another replica), so nothing is skipped.
+                logger.warning("%s: %s; rejoining the group", self.core.role, str(exc).splitlines()[0])
+                self._metrics.count_error(self.core.role, "bus")
+                self._stop.wait(1.0)
+            finally:
+                consumer.close()
+
+    def _consume(self, consumer: Consumer) -> None:
+        while not self._stop.is_set():
+            try:
+                batch = consumer.poll(self._poll_timeout_s, self._max_records)
+            except Exception as exc:  # broker away: wait for it rather than exit
+                logger.warning("%s: poll failed: %s", self.core.role, exc)
+                self._stop.wait(0.5)
+                continue
+            if not self.joined.is_set() and consumer.assignment():
+                self.joined.set()
+            done = []
+            for message in batch:
+                if self._stop.is_set():
+                    break  # the rest of the batch goes to another replica
+                self.handle(message)
+                done.append(message)
+            if done:
+                # one commit per batch, after every output of it is published (at-least-once)
+                consumer.commit(done)
+
+    # ------------------------------------------------------------------------------------------------ one message
+
+    def handle(self, message: Message) -> None:
+        with self._metrics.inflight(self.core.role):
+            self._handle(message)
+
+    def _handle(self, message: Message) -> None:
+        role = self.core.role
+        if message.timestamp_ms:
+            self._metrics.observe_queue_wait(role, max(0.0, time.time() - message.timestamp_ms / 1000))
+        try:
+            request = StageMessage.FromString(message.value)
+        except DecodeError as exc:
+            # Not a StageMessage at all: nothing to retry. Dead-letter it, and tell whichever gateway waits on
+            # the message's key (an empty gateway_id reaches every gateway; only a waiting one keeps it).
+            request = StageMessage(request_id=message.key)
+            self._dead_letter(message, request, INVALID_ARGUMENT, "the stage message could not be decoded", exc, 1)
+            self._observe(request, time.perf_counter(), "undecodable")
+            return
+        if request.request_id in self._done:
+            self._metrics.count_message(role, "duplicate")
+            return
+        if request.deadline_unix_ms and time.time() * 1000 > request.deadline_unix_ms:
+            self._answer_error(request, DEADLINE_EXCEEDED, f"deadline passed before the {role} stage")
+            self._metrics.count_message(role, "expired")
+            return
+        started = time.perf_counter()
+        for attempt in range(1, self._max_attempts + 1):
+            try:
+                output = run_stage(self.core, request)
+            except Exception as exc:
+                code, text = status_for(exc, request.request_id)
+                self._metrics.count_error(role, type(exc).__name__)
+                if code in PERMANENT:
+                    self._answer_error(request, code, text)
+                    self._observe(request, started, "invalid")
+                    return
+                if attempt < self._max_attempts:
+                    self._metrics.count_message(role, "retried")
+                    time.sleep(self._backoff * attempt)
+                    continue
+                self._dead_letter(message, request, code, text, exc)
+                self._observe(request, started, "error")
+                return
+            self._publish(output)
+            self._done.add(request.request_id)
+            self._observe(request, started, "ok")
+            self.processed += 1
+            return
+
+    def _observe(self, request: StageMessage, started: float, status: str) -> None:
+        self._metrics.observe_stage(self.core.role, request.strategy, time.perf_counter() - started, status)
+        self._metrics.count_message(self.core.role, status)
+
+    def _publish(self, output: StageOutput) -> None:
+        if output.forward is not None:
+            self._bus.publish(
+                self.core.output_topic, output.forward.request_id, output.forward.SerializeToString()
+            )
+        for envelope in output.answers:
+            self._bus.publish(topics.ANSWER, envelope.request_id, envelope.SerializeToString())
+
+    def _answer_error(self, request: StageMessage, code: int, text: str) -> None:
+        envelope = AnswerEnvelope(
+            request_id=request.request_id,
+            kind=AnswerEnvelope.ERROR,
+            stage=self.core.role,
+            status_code=code,
+            status_message=text,
+            gateway_id=request.gateway_id,
+        )
+        self._bus.publish(topics.ANSWER, request.request_id, envelope.SerializeToString())
+        self._done.add(request.request_id)
+
+    def _dead_letter(
+        self, message: Message, request: StageMessage, code: int, text: str, exc: Exception, attempts: int = 0
+    ) -> None:
+        attempts = attempts or self._max_attempts
+        # the error's class and text, not the question: logs at ERROR must not carry user text either
+        logger.error(
+            "%s: request %s dead-lettered after %d attempt(s): %s",
+            self.core.role,
+            request.request_id,
+            attempts,
+            type(exc).__name__,
+        )
+        headers = {
+            "skbqa-stage": self.core.role,
+            "skbqa-source-topic": message.topic,
+            "skbqa-error": f"{type(exc).__name__}: {exc}"[:500],
+            "skbqa-attempts": str(attempts),
+        }
+        self._bus.publish(topics.DEAD_LETTER, request.request_id, message.value, headers)
+        self._answer_error(request, code, f"{text} (after {attempts} attempt(s) in the {self.core.role} stage)")
+        self._metrics.count_message(self.core.role, "dead_lettered")

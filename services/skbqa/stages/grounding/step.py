@@ -1,0 +1,42 @@
+"""Step 5 of af: Algorithm 2 with scope expansion over the graph store. Serves the embedded strategy and the
+grounding service."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from skbqa.query.context import QueryContext
+from skbqa.query.grounded import ScopeResult
+from skbqa.query.structured import StructuredQuery
+from skbqa.stages.config import AfConfig
+from skbqa.stages.grounding.scope import expand_scope
+from skbqa.stores.index import IndexStores
+
+
+class GroundStep:
+    def __init__(self, stores: IndexStores, type_codes: dict[str, int]) -> None:
+        self._stores = stores
+        self._type_codes = type_codes
+
+    def run(
+        self, query: QueryContext, parsed: StructuredQuery, ranked: dict[str, np.ndarray], config: AfConfig
+    ) -> ScopeResult:
+        with query.stage("ground"):
+            scope = expand_scope(
+                parsed,
+                ranked,
+                self._stores.graph,
+                node_types=self._stores.nodes.types,
+                type_codes=self._type_codes,
+                k=config.k,
+                l_max=config.l_max,
+                strict=config.strict,
+            )
+            target_set = ranked.get(parsed.target)
+            if not scope.grounded and target_set is not None:
+                # Attribute filters alone narrowed the target ("genes on chromosome 17 that mention X").
+                ordered = np.unique(target_set)
+                scope = ScopeResult(
+                    True, ordered, 0.0, 0, [], None, "attribute filters only", np.ones_like(ordered)
+                )
+        return scope

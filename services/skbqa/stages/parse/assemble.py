@@ -1,0 +1,189 @@
+"""Step 3 of the encoder parser: the constants related to the answer through the schema's edges, as triplets.
+
+For each constant, the relation options between its type and the target type (`RelationChooser`) are ranked by
+the words of its clause; a chain through an unnamed node ("genes associated with *a disease that* …", "genes
+located in *a part of* X") is read by `ChainReader` first. Which end of a same-type edge the constant sits on is
+decided by the clause's grammar and by which of the constant's edges exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from skbqa.query.context import QueryContext
+from skbqa.query.encoder import Encoder
+from skbqa.query.structured import StructuredQuery, Symbol
+from skbqa.stages.parse.chains import INVERSE_WORDS, ChainReader, chain_phrases, content_words
+from skbqa.stages.parse.constants import Constant
+from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
+from skbqa.stages.parse.relations import RelationChooser, RelationOption
+from skbqa.stages.parse.type_mentions import TypeMention, TypeVocabulary
+from skbqa.stores.index import IndexStores
+
+TARGET = "y"
+_RELATIVE_PRONOUNS = frozenset({"that", "which", "whom", "who"})
+# Words that may end a question after the last constant without making it a subject ("… are there?").
+_CLAUSE_TAIL = frozenset({"are", "is", "there", "exist", "exists", "s"})
+
+
+@dataclass
+class _Plan:
+    constant: Constant
+    phrase: str
+    by_type: list[tuple[str, np.ndarray, list[RelationOption]]]
+    clause: tuple[list[str], list[str]]  # the clause's words before and after the constant
+    inner: list[TypeMention]  # type words between the answer and the constant: intermediate nodes
+    left: int  # the clause's first token
+
+
+class QueryAssembler:
+    def __init__(
+        self, stores: IndexStores, types: TypeVocabulary, relations: Callable[[Encoder], RelationChooser]
+    ) -> None:
+        self._stores = stores
+        self._schema = stores.nodes.schema
+        self._types = types
+        self._relations = relations
+        self._chain_reader: ChainReader | None = None
+
+    def _chains(self, encoder: Encoder) -> ChainReader:
+        if self._chain_reader is None:
+            self._chain_reader = ChainReader(self._schema, encoder)
+        return self._chain_reader
+
+    def warm(self, encoder: Encoder) -> None:
+        self._chains(encoder).warm()
+
+    def assemble(
+        self,
+        query: QueryContext,
+        text: QuestionText,
+        target_type: str | None,
+        constants: list[Constant],
+        warnings: list[str],
+        *,
+        chains: bool = True,
+    ) -> StructuredQuery:
+        parsed = StructuredQuery(TARGET, {TARGET: Symbol(TARGET, target_type)}, warnings=warnings)
+        if not constants:
+            return parsed
+        if target_type is None:
+            warnings.append("no target type: constants cannot be related to the answer")
+            return parsed
+        chooser = self._relations(query.encoder)
+        reader = self._chains(query.encoder)
+        hints = self._types.mentions(text)
+        node_types = self._stores.nodes.types
+        plans: list[_Plan] = []
+        wanted: set[str] = set()
+        for constant in constants:
+            hinted = _hint_before(hints, constant.start, text)
+            subject = self._constant_is_subject(text, constant)
+            left, right = text.clause(constant.start, constant.end)
+            clause = (text.words(left, constant.start), text.words(constant.end, right))
+            inner = [m for m in hints if left <= m.start and m.end <= constant.start] if chains else []
+            by_type = []
+            for type_code in _types_in_order(constant.positions, node_types):
+                type_name = self._schema.node_types[type_code].name
+                if hinted is not None and type_name != hinted:
+                    continue
+                nodes = constant.positions[node_types[constant.positions] == type_code][:5]
+                options = chooser.options(type_name, target_type, constant_is_subject=subject)
+                by_type.append((type_name, nodes, options))
+            plan = _Plan(constant, self._phrase(text, constant), by_type, clause, inner, left)
+            plans.append(plan)
+            if chains and (inner or len(content_words(clause[0])) >= 2):
+                wanted.update(chain_phrases(clause[0], clause[1], [(m.start - left, m.end - left) for m in inner]))
+        # Phrases are embedded only for constants whose relation is ambiguous (several options), in one call.
+        ambiguous = [i for i, plan in enumerate(plans) if sum(len(o) for _, _, o in plan.by_type) > 1]
+        phrases = [plans[i].phrase or plans[i].constant.surface for i in ambiguous] + sorted(wanted)
+        vectors = query.encode_with_question(phrases)
+        phrase_vectors = {i: vectors[j] for j, i in enumerate(ambiguous)}
+        encoded = {p: vectors[len(ambiguous) + j] for j, p in enumerate(sorted(wanted))}
+        for index, plan in enumerate(plans):
+            name = f"c{index + 1}"
+            best: tuple[float, str, RelationOption] | None = None
+            chained: tuple[float, str, RelationOption, TypeMention | None] | None = None
+            for type_name, nodes, options in plan.by_type:
+                for mention in plan.inner:
+                    found = reader.via_mention(
+                        plan.clause, mention, mention.start - plan.left, target_type, type_name, encoded,
+                        self._stores.graph, nodes,
+                    )  # fmt: skip
+                    if found is not None and (chained is None or found.score > chained[0]):
+                        chained = (found.score, type_name, found, mention)
+                if chains and chained is None and options:
+                    found = reader.hierarchy(
+                        plan.clause[0], target_type, type_name, encoded, self._stores.graph, nodes
+                    )
+                    if found is not None:
+                        chained = (found.score, type_name, found, None)
+                ranked = chooser.rank(
+                    options, plan.phrase, phrase_vectors.get(index), graph=self._stores.graph, constant_nodes=nodes
+                )
+                if ranked and (best is None or ranked[0].score > best[0]):
+                    best = (ranked[0].score, type_name, ranked[0])
+            if chained is not None:
+                _, type_name, option, used = chained
+                if used is not None:
+                    text.claim(used.start, used.end, "via")
+                best = (chained[0], type_name, option)
+            if best is None:
+                # Nothing in the schema links this name to the answer: keep its words for ranking instead.
+                parsed.text_constraints.append(plan.constant.surface)
+                warnings.append(f"{plan.constant.surface!r} cannot be related to a {target_type}: used as text")
+                continue
+            _, type_name, option = best
+            left, right = text.clause(plan.constant.start, plan.constant.end)
+            text.relation_tokens.update(i for i in range(left, right) if text.claimed[i] is None)
+            parsed.symbols[name] = Symbol(name, type_name, (plan.constant.surface,))
+            via = None
+            if option.via is not None:
+                via = f"m{index + 1}"
+                parsed.symbols[via] = Symbol(via, option.via)
+            parsed.triplets.extend(option.triplets(name, TARGET, via))
+        return parsed
+
+    def _clause_words(self, text: QuestionText, constant: Constant) -> tuple[list[str], list[str]]:
+        """The words of the constant's clause before and after it (the clause extends over free tokens only, so
+        the constant's own claim does not stop it)."""
+        left, right = text.clause(constant.start, constant.end)
+        return text.words(left, constant.start), text.words(constant.end, right)
+
+    def _phrase(self, text: QuestionText, constant: Constant) -> str:
+        """The clause's words around the constant, without it: what the question says links it to the answer."""
+        before, after = self._clause_words(text, constant)
+        return " ".join(before + after)
+
+    def _constant_is_subject(self, text: QuestionText, constant: Constant) -> bool:
+        """English relative clauses: the constant is the subject when a relative pronoun introduces it ("… that X
+        is a kind of", "of which X is a subtype") or content words follow it in its clause ("… that have X as a
+        part"); otherwise the answer is ("… that cite X", "… that are subtypes of X")."""
+        before_words, after_words = self._clause_words(text, constant)
+        before = [w for w in before_words if w not in ("the", "a", "an")]
+        after = [w for w in after_words if w not in FUNCTION_WORDS and w not in _CLAUSE_TAIL]
+        # "… regulated by X": X is the agent of a passive verb, so the source of the edge.
+        passive = bool(before and before[-1] == "by")
+        subject = bool(before and before[-1] in _RELATIVE_PRONOUNS) or bool(after) or passive
+        # "… that are parents of X": words for the broader end of a hierarchy turn the relation around.
+        inverse = any(w in INVERSE_WORDS for w in before_words)
+        return subject != inverse
+
+
+def _hint_before(hints: Sequence[TypeMention], start: int, text: QuestionText) -> str | None:
+    """A type word just before a constant ("the gene BCS1L", "with the phenotype Anhidrosis")."""
+    for mention in hints:
+        between = text.words(mention.end, start)
+        if mention.end <= start and all(w in ("the", "a", "an") for w in between):
+            return mention.type_name
+    return None
+
+
+def _types_in_order(positions: np.ndarray, node_types: np.ndarray) -> list[int]:
+    """Distinct type codes of the matching nodes, in order of first appearance (names come before aliases)."""
+    codes = node_types[positions]
+    _, first = np.unique(codes, return_index=True)
+    return [int(codes[i]) for i in sorted(first)]

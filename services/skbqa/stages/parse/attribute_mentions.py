@@ -1,0 +1,234 @@
+"""Attribute constraints spotted in a question (encoder parser): values the SKB really has for the answer's type.
+
+- A small-vocabulary attribute named in the question and followed by one of its values: "located on *chromosome
+  17*" → chromosome = "17"; "with *gene type* ncRNA".
+- A distinctive value on its own (not a number, at least MIN_BARE_VALUE_CHARS long, of an attribute with few
+  values): "written in *English*" → language = "English".
+- A numeric or date attribute named with a comparison and a number: "a *rating above 6.5*" → rating > 6.5,
+  "*year* before 2010", "more than 10 *pages*".
+Attribute names and values come from the `AttributeCatalog`; only the comparison words are English.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from skbqa.query.structured import AttributeConstraint, Operator
+from skbqa.stages.parse.question_text import QuestionText
+from skbqa.stores.attributes.catalog import AttributeCatalog
+from skbqa.stores.attributes.values import humanise, loose
+
+MIN_BARE_VALUE_CHARS = 5
+MAX_BARE_VOCABULARY = 100
+MAX_VALUE_WORDS = 3
+VALUE_WINDOW = 3  # words between an attribute's name and its value ("chromosome number 17" still reads)
+_TEMPORAL = frozenset({"after", "before", "since", "until", "in"})
+_NUMBER = re.compile(r"^[+-]?\d+(\.\d+)?$")
+
+_COMPARISON_WORDS: list[tuple[str, Operator]] = [
+    ("above", ">"),
+    ("over", ">"),
+    ("greater than", ">"),
+    ("more than", ">"),
+    ("higher than", ">"),
+    ("exceeding", ">"),
+    ("after", ">"),
+    ("at least", ">="),
+    ("no less than", ">="),
+    ("since", ">="),
+    ("below", "<"),
+    ("under", "<"),
+    ("less than", "<"),
+    ("fewer than", "<"),
+    ("lower than", "<"),
+    ("before", "<"),
+    ("at most", "<="),
+    ("no more than", "<="),
+    ("until", "<="),
+    ("of", "="),
+    ("in", "="),
+    ("equal to", "="),
+    ("exactly", "="),
+]
+COMPARISONS: tuple[tuple[tuple[str, ...], Operator], ...] = tuple(
+    (tuple(words.split()), op) for words, op in sorted(_COMPARISON_WORDS, key=lambda item: -len(item[0].split()))
+)
+
+
+@dataclass(frozen=True)
+class _Found:
+    constraint: AttributeConstraint
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class _Vocabulary:
+    key: str
+    label: tuple[str, ...]
+    values: dict[str, str]  # loose spelling → stored spelling
+    bare: bool  # small enough for values to be recognised without the attribute's name
+
+
+class AttributeSpotter:
+    def __init__(self, catalog: AttributeCatalog, symbol: str = "y") -> None:
+        self._catalog = catalog
+        self._symbol = symbol
+        self._vocabularies: dict[str, list[_Vocabulary]] = {}  # per node type, prepared once
+        self._ranges: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+        self._year_key: dict[str, str | None] = {}  # the one year-valued (or date) attribute of a type, if unique
+
+    def prepare(self, node_type: str) -> None:
+        """Build a type's vocabularies now (a few hundred ms for large list-valued columns) instead of on the
+        first question about that type."""
+        self._prepare(node_type)
+
+    def _prepare(self, node_type: str) -> None:
+        if node_type in self._vocabularies:
+            return
+        self._vocabularies[node_type] = [
+            _Vocabulary(
+                m.key,
+                tuple(m.label.split()),
+                {loose(v): v for v in m.values},
+                len(m.values) <= MAX_BARE_VOCABULARY,
+            )
+            for m in self._catalog.value_mentions(node_type)
+        ]
+        self._ranges[node_type] = [
+            (c.key, tuple(humanise(c.key).split()))
+            for c in self._catalog.columns(node_type)
+            if c.kind in ("numeric", "date")
+        ]
+        years = [
+            c.key
+            for c in self._catalog.columns(node_type)
+            if c.kind == "date" or (c.numeric is not None and c.numeric.years_like)
+        ]
+        self._year_key[node_type] = years[0] if len(years) == 1 else None
+
+    def __call__(self, text: QuestionText, node_type: str) -> list[AttributeConstraint]:
+        self._prepare(node_type)
+        found: list[_Found] = []
+        for vocabulary in self._vocabularies[node_type]:
+            hit = self._labelled_value(text, vocabulary.label, vocabulary.values, vocabulary.key)
+            if hit is None and vocabulary.bare:
+                hit = self._bare_value(text, vocabulary.values, vocabulary.key)
+            if hit is not None:
+                found.append(hit)
+                text.claim(hit.start, hit.end, "attribute")
+        for key, label in self._ranges[node_type]:
+            hit = self._comparison(text, label, key)
+            if hit is not None:
+                found.append(hit)
+                text.claim(hit.start, hit.end, "attribute")
+        year_key = self._year_key[node_type]
+        if year_key is not None and not any(f.constraint.attribute == year_key for f in found):
+            hit = self._bare_year(text, year_key)
+            if hit is not None:
+                found.append(hit)
+                text.claim(hit.start, hit.end, "attribute")
+        return [f.constraint for f in found]
+
+    def _bare_year(self, text: QuestionText, key: str) -> _Found | None:
+        """ "… published after 2009": a year with a temporal comparison refers to the type's only year/date."""
+        words = [t.lower for t in text.tokens]
+        for index in range(len(words)):
+            hit = self._compare_at(text, words, index)
+            if hit is None:
+                continue
+            op, number, end = hit
+            temporal = words[index] in _TEMPORAL
+            if temporal and isinstance(number, int) and 1000 <= number <= 2999:
+                return _Found(AttributeConstraint(self._symbol, key, op, number), index, end)
+        return None
+
+    def _labels(self, text: QuestionText, label: tuple[str, ...]) -> list[int]:
+        """Start indexes of the attribute's name (or its plural) in free tokens."""
+        words = [t.lower for t in text.tokens]
+        forms = {label, (*label[:-1], label[-1] + "s")}
+        return [
+            i
+            for i in range(len(words))
+            if any(tuple(words[i : i + len(f)]) == f and text.free(i, i + len(f)) for f in forms)
+        ]
+
+    def _labelled_value(
+        self, text: QuestionText, label: tuple[str, ...], values: dict[str, str], key: str
+    ) -> _Found | None:
+        for start in self._labels(text, label):
+            after = start + len(label)
+            for offset in range(VALUE_WINDOW + 1):
+                for n in range(MAX_VALUE_WORDS, 0, -1):
+                    lo, hi = after + offset, after + offset + n
+                    if hi > len(text) or not text.free(lo, hi):
+                        continue
+                    value = values.get(loose(text.span_text(lo, hi)))
+                    if value is not None:
+                        return _Found(AttributeConstraint(self._symbol, key, "=", value), start, hi)
+        return None
+
+    def _bare_value(self, text: QuestionText, values: dict[str, str], key: str) -> _Found | None:
+        for start in range(len(text)):
+            for n in range(MAX_VALUE_WORDS, 0, -1):
+                end = start + n
+                if end > len(text) or not text.free(start, end):
+                    continue
+                surface = text.span_text(start, end)
+                value = values.get(loose(surface))
+                if value is not None and len(surface) >= MIN_BARE_VALUE_CHARS and not _NUMBER.match(surface):
+                    return _Found(AttributeConstraint(self._symbol, key, "=", value), start, end)
+        return None
+
+    def _comparison(self, text: QuestionText, label: tuple[str, ...], key: str) -> _Found | None:
+        words = [t.lower for t in text.tokens]
+        for start in self._labels(text, label):
+            # "<name> above 6.5" / "<name> of 2015" / "<name> 17" (a number right after the name: equality)
+            after = start + len(label)
+            if after < len(words) and text.free(after, after + 1):
+                direct = _number(text, after)
+                if direct is not None:
+                    value, stop = direct
+                    return _Found(AttributeConstraint(self._symbol, key, "=", value), start, stop)
+            for offset in range(VALUE_WINDOW):
+                hit = self._compare_at(text, words, after + offset)
+                if hit is not None:
+                    op, number, end = hit
+                    return _Found(AttributeConstraint(self._symbol, key, op, number), start, end)
+            # "more than 10 <name>"
+            for begin in range(max(0, start - 4), start):
+                hit = self._compare_at(text, words, begin)
+                if hit is not None and hit[2] == start:
+                    op, number, _ = hit
+                    return _Found(AttributeConstraint(self._symbol, key, op, number), begin, start + len(label))
+        return None
+
+    def _compare_at(
+        self, text: QuestionText, words: list[str], index: int
+    ) -> tuple[Operator, float | int, int] | None:
+        for phrase, op in COMPARISONS:
+            end = index + len(phrase)
+            if tuple(words[index:end]) == phrase and end < len(words) and text.free(index, end + 1):
+                number = _number(text, end)
+                if number is not None:
+                    value, stop = number
+                    return op, value, stop
+        return None
+
+
+def _number(text: QuestionText, index: int) -> tuple[float | int, int] | None:
+    """A number starting at token `index` ("6.5" is three tokens: 6 . 5), and the index after it."""
+    tokens = text.tokens
+    # isdecimal, not isdigit: "²" and "①" are digits that int() refuses; past 100 digits it is no attribute value
+    # (and int() refuses more than 4,300)
+    if not tokens[index].text.isdecimal() or len(tokens[index].text) > 100:
+        return None
+    end = index + 1
+    literal = tokens[index].text
+    if end + 1 <= len(tokens) - 1 + 1 and end < len(tokens):
+        gap = text.text[tokens[index].end : tokens[end].start]
+        if gap == "." and tokens[end].text.isdecimal():
+            literal += "." + tokens[end].text
+            end += 1
+    return (float(literal) if "." in literal else int(literal)), end

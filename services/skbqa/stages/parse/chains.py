@@ -1,0 +1,208 @@
+"""Chains through an unnamed node: "genes associated with *a disease that* presents with X", "diseases with *a
+phenotype that is a subtype of* Y", "genes located in *a part of* Z".
+
+Two readings are tried for a constant, both from the schema and the clause's words:
+- a type word between the answer and the constant, followed by words of its own ("a disease *that presents
+  with*"), names the intermediate node: the words before it choose the edge to the answer, the words after it the
+  edge to the constant;
+- without one, an indefinite noun phrase next to the constant may name an edge that joins nodes of the
+  constant's own type (a hierarchy: is_a, part_of, regulates) while the rest of the clause names the edge to the
+  answer ("located in | a part of Z"); that reading is taken only when it explains the words clearly better than
+  a single edge.
+Which end of an edge between two nodes of one type each side sits on follows the clause: "regulated by X" and
+"broader than X" make X the source, "a subtype of X" makes the other side the source. Every edge the chain ends
+with must exist on the constant's own nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from skbqa.query.encoder import Encoder
+from skbqa.skb.schema import EdgeType, Schema
+from skbqa.stages.parse.question_text import FUNCTION_WORDS
+from skbqa.stages.parse.relations import Hop, RelationOption, edge_text, stems
+from skbqa.stages.parse.type_mentions import TypeMention
+from skbqa.stores.graph.base import Direction, GraphStore
+
+LEXICAL_WEIGHT = 1.0
+COSINE_WEIGHT = 0.5
+HIERARCHY_MARGIN = (
+    0.15  # how much worse than the best single edge the rest of a hierarchy reading may name its edge
+)
+AMBIGUITY_MARGIN = 0.05  # two edges of a hop this close both stay possible
+MIN_HIERARCHY_COSINE = 0.35
+# The broader or containing end of a relation, in English: "parents of X", "processes containing X".
+INVERSE_WORDS = frozenset(
+    {"parent", "parents", "superclass", "superclasses", "supertype", "supertypes", "ancestor", "ancestors",
+     "broader", "containing", "contains", "contain", "include", "includes", "including", "comprising",
+     "comprises", "encompassing", "encompasses", "whole", "wholes"}
+)  # fmt: skip
+CONTENT_MIN_CHARS = 3
+# Determiners that introduce an unnamed node ("a part of", "some subtype of", "a particular kind of").
+INDEFINITE = frozenset({"a", "an", "some", "any", "one", "certain", "particular"})
+
+
+@dataclass(frozen=True)
+class Part:
+    """Words of the clause that state one hop, and whether the far (constant-side) node is that hop's subject."""
+
+    words: tuple[str, ...]
+    far_is_subject: bool
+
+
+def far_is_subject(words: Sequence[str]) -> bool:
+    """Reading "NEAR <words> FAR": FAR is the source when the words end in a passive agent ("regulated by") or name
+    the broader end ("parents of", "containing"); otherwise NEAR is ("subtypes of", "part of", "regulates")."""
+    content = [w for w in words if w not in ("the", "a", "an")]
+    if content and content[-1] == "by":
+        return True
+    return any(w in INVERSE_WORDS for w in words)
+
+
+def content_words(words: Sequence[str]) -> list[str]:
+    return [w for w in words if w not in FUNCTION_WORDS and len(w) >= CONTENT_MIN_CHARS and not w.isdigit()]
+
+
+class ChainReader:
+    def __init__(self, schema: Schema, encoder: Encoder) -> None:
+        self._schema = schema
+        self._encoder = encoder
+        self._edges = list(schema.edge_types)
+        self._edge_stems = {id(e): stems(edge_text(e)) for e in self._edges}
+        self._edge_vectors: dict[int, np.ndarray] | None = None
+
+    def _vectors(self) -> dict[int, np.ndarray]:
+        if self._edge_vectors is None:
+            vectors = self._encoder.encode([edge_text(e) for e in self._edges])
+            self._edge_vectors = {id(e): v for e, v in zip(self._edges, vectors, strict=True)}
+        return self._edge_vectors
+
+    def warm(self) -> None:
+        self._vectors()
+
+    def between(self, a: str, b: str) -> list[EdgeType]:
+        return [e for e in self._edges if {e.source, e.target} == {a, b}]
+
+    def evidence(self, words: Sequence[str], edge: EdgeType, vector: np.ndarray | None) -> tuple[float, float]:
+        """(share of the words' content stems the edge's name and description share, cosine of words and edge)."""
+        content = content_words(words)
+        if not content:
+            return 0.0, 0.0
+        lexical = len(stems(" ".join(content)) & self._edge_stems[id(edge)]) / len(content)
+        cosine = float(self._vectors()[id(edge)] @ vector) if vector is not None else 0.0
+        return lexical, cosine
+
+    def score(self, words: Sequence[str], edge: EdgeType, vector: np.ndarray | None) -> float:
+        lexical, cosine = self.evidence(words, edge, vector)
+        return LEXICAL_WEIGHT * lexical + COSINE_WEIGHT * cosine
+
+    def hop(self, near_type: str, far_type: str, part: Part, vector: np.ndarray | None) -> list[tuple[float, Hop]]:
+        """Edges between the two types that the part's words can mean, best first, as hops seen from the far side
+        (the one nearer the constant)."""
+        found: list[tuple[float, Hop]] = []
+        for edge in self.between(near_type, far_type):
+            far_source = part.far_is_subject if near_type == far_type else edge.source == far_type
+            found.append((self.score(part.words, edge, vector), Hop(edge, far_source)))
+        found.sort(key=lambda item: -item[0])
+        return found
+
+    def via_mention(
+        self,
+        clause: tuple[list[str], list[str]],
+        mention: TypeMention,
+        mention_offset: int,
+        target_type: str,
+        constant_type: str,
+        encode: dict[str, np.ndarray],
+        graph: GraphStore,
+        constant_nodes: np.ndarray,
+    ) -> RelationOption | None:
+        """The chain answer –(words before the type word)– intermediate –(words after it)– constant."""
+        before, after = clause
+        near_words = before[:mention_offset]
+        far_words = before[mention_offset + (mention.end - mention.start) :] + after
+        if not content_words(far_words):
+            return None  # "diseases like X": the type word only introduces the constant
+        near = Part(tuple(near_words), far_is_subject(near_words))
+        far = Part(tuple(far_words), far_is_subject(far_words))
+        to_answer = self.hop(target_type, mention.type_name, near, encode.get(" ".join(near_words)))
+        to_constant = self.hop(mention.type_name, constant_type, far, encode.get(" ".join(far_words)))
+        to_constant = [item for item in to_constant if _exists(graph, constant_nodes, item[1])]
+        if not to_answer or not to_constant:
+            return None
+        score = to_answer[0][0] + to_constant[0][0]
+        unsure = _close(to_answer) or _close(to_constant)
+        return RelationOption((to_constant[0][1], to_answer[0][1]), mention.type_name, score, any_edge=unsure)
+
+    def hierarchy(
+        self,
+        before: list[str],
+        target_type: str,
+        constant_type: str,
+        encode: dict[str, np.ndarray],
+        graph: GraphStore,
+        constant_nodes: np.ndarray,
+    ) -> RelationOption | None:
+        """The chain answer –(left words)– node of the constant's type –(hierarchy words)– constant, when it
+        explains the clause clearly better than any single edge between the two types."""
+        if not self.between(constant_type, constant_type) or constant_type == target_type:
+            return None
+        whole = encode.get(" ".join(before))
+        single = max((self.score(before, e, whole) for e in self.between(target_type, constant_type)), default=0.0)
+        best: RelationOption | None = None
+        for cut in range(1, len(before)):
+            left, right = before[:cut], before[cut:]
+            if right[0] not in INDEFINITE or not content_words(left) or not content_words(right):
+                continue  # an unnamed node is introduced as one: "located in *a part of* X", not "take part in X"
+            right_vector = encode.get(" ".join(right))
+            far = Part(tuple(right), far_is_subject(right))
+            hierarchy: list[tuple[float, Hop]] = []
+            for edge in self.between(constant_type, constant_type):
+                lexical, cosine = self.evidence(right, edge, right_vector)
+                hop = Hop(edge, far.far_is_subject)
+                if (lexical > 0 or cosine >= MIN_HIERARCHY_COSINE) and _exists(graph, constant_nodes, hop):
+                    hierarchy.append((LEXICAL_WEIGHT * lexical + COSINE_WEIGHT * cosine, hop))
+            hierarchy.sort(key=lambda item: -item[0])
+            to_answer = self.hop(target_type, constant_type, Part(tuple(left), False), encode.get(" ".join(left)))
+            if not hierarchy or not to_answer:
+                continue
+            # The hierarchy words must have their own evidence (checked above) and the rest must still name the edge
+            # to the answer about as well as the whole clause names a single edge.
+            score = hierarchy[0][0] + to_answer[0][0]
+            if to_answer[0][0] >= single - HIERARCHY_MARGIN and (best is None or score > best.score):
+                best = RelationOption((hierarchy[0][1], to_answer[0][1]), constant_type, score)
+        return best
+
+
+def chain_phrases(before: list[str], after: list[str], mentions: Sequence[tuple[int, int]]) -> list[str]:
+    """Every phrase the readings above may score for one constant (clause words before and after it; type words
+    at these offsets of `before`), to embed in one call."""
+    wanted = {" ".join(before)}
+    for cut in range(1, len(before)):
+        wanted.add(" ".join(before[:cut]))
+        wanted.add(" ".join(before[cut:]))
+    for start, end in mentions:
+        wanted.add(" ".join(before[:start]))
+        wanted.add(" ".join(before[end:] + after))
+    return sorted(w for w in wanted if content_words(w.split()))
+
+
+def _close(ranked: list[tuple[float, Hop]]) -> bool:
+    """The words do not separate the two best edges of a hop (same direction): the hop accepts either."""
+    return (
+        len(ranked) > 1
+        and ranked[0][1].from_constant_side == ranked[1][1].from_constant_side
+        and ranked[0][0] - ranked[1][0] < AMBIGUITY_MARGIN
+    )
+
+
+def _exists(graph: GraphStore, nodes: np.ndarray, hop: Hop) -> bool:
+    """Whether the constant's nodes have the hop's edge on their side (the data rules the reading out otherwise)."""
+    if not nodes.size:
+        return True
+    direction: Direction = "out" if hop.from_constant_side else "in"
+    return int(graph.degree(nodes, hop.edge.name, direction).sum()) > 0

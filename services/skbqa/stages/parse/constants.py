@@ -1,0 +1,197 @@
+"""Constants in a question (encoder parser, step 2): node names and aliases matched exactly — longest word sequence
+first, regardless of case and punctuation — then leftover phrases linked to the closest node name by the encoder.
+A name that only labels the relation of the next name ("with the *mode of inheritance* Autosomal dominant") is a
+relation word, not a constant."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from skbqa.query.context import QueryContext
+from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
+from skbqa.stages.parse.relations import stems
+from skbqa.stages.parse.spelling import Speller
+from skbqa.stages.parse.type_mentions import TypeVocabulary
+from skbqa.stores.index import IndexStores
+from skbqa.stores.lexicon import NameLexicon
+
+FUZZY_MIN_COSINE = 0.86  # a leftover phrase links to a node name only when the name vectors are this close
+MIN_SINGLE_WORD_CHARS = 3
+MIN_FUZZY_WORDS = 2
+MIN_SINGLE_CORRECTED_CHARS = 7  # a corrected one-word name must be long: short unknown words are mostly jargon
+
+
+@dataclass
+class Constant:
+    start: int
+    end: int
+    surface: str
+    positions: np.ndarray  # matching nodes (names first), all types
+    exact: bool  # found in the lexicon as written (False: after a typo correction, or the embedding fallback)
+
+
+class ConstantSpotter:
+    def __init__(
+        self,
+        stores: IndexStores,
+        lexicon: Callable[[], NameLexicon],
+        types: TypeVocabulary,
+        *,
+        fuzzy_min_cosine: float = FUZZY_MIN_COSINE,
+    ) -> None:
+        self._stores = stores
+        self._lexicon = lexicon
+        self._types = types
+        self._fuzzy_min_cosine = fuzzy_min_cosine
+        self._speller = Speller(lexicon)
+        schema = stores.nodes.schema
+        self._edge_name_stems = set().union(*(stems(e.name.replace("_", " ")) for e in schema.edge_types))
+        self.relation_stems = set().union(*(stems(e.name + " " + e.description) for e in schema.edge_types))
+
+    def warm(self) -> None:
+        self._speller.warm()
+
+    def name_spans(self, text: QuestionText) -> list[tuple[int, int]]:
+        """Where names of nodes stand, before anything is claimed (longest match, left to right): a type word
+        inside one ("Gaucher disease") or right before one ("the gene BRCA1") does not name the answer's type."""
+        lexicon = self._lexicon()
+        spans: list[tuple[int, int]] = []
+        i = 0
+        while i < len(text):
+            for n in range(min(lexicon.max_words, len(text) - i), 0, -1):
+                words = text.words(i, i + n)
+                if n == 1 and (len(words[0]) < MIN_SINGLE_WORD_CHARS or self._types.is_form(words)):
+                    continue
+                if all(w in FUNCTION_WORDS for w in words):
+                    continue
+                surface = text.span_text(i, i + n)
+                if lexicon.positions(surface, original=surface).size:
+                    spans.append((i, i + n))
+                    i += n - 1
+                    break
+            i += 1
+        return spans
+
+    def exact(self, text: QuestionText, *, typos: bool = True) -> list[Constant]:
+        lexicon = self._lexicon()
+        found: list[Constant] = []
+        i = 0
+        while i < len(text):
+            hit: Constant | None = None
+            if text.claimed[i] is None:
+                for n in range(min(lexicon.max_words, len(text) - i), 0, -1):
+                    if not text.free(i, i + n) or not self._may_be_name(text, i, i + n):
+                        continue
+                    surface = text.span_text(i, i + n)
+                    positions = lexicon.positions(surface, original=surface)
+                    if positions.size:
+                        hit = Constant(i, i + n, surface, positions, True)
+                        break
+            if hit:
+                found.append(hit)
+                text.claim(hit.start, hit.end, "constant")
+                i = hit.end
+            else:
+                i += 1
+        if typos:
+            found += self._corrected(text)
+        found.sort(key=lambda c: c.start)
+        return self._drop_relation_labels(text, found)
+
+    def _corrected(self, text: QuestionText) -> list[Constant]:
+        """Names written with a one-edit typo: free spans that match a name once their unknown words are
+        corrected (`Speller`), longest first."""
+        corrections = {
+            i: fixed
+            for i, token in enumerate(text.tokens)
+            if text.claimed[i] is None and (fixed := self._speller.correct(token.text)) is not None
+        }
+        if not corrections:
+            return []
+        lexicon = self._lexicon()
+        found: list[Constant] = []
+        for index in sorted(corrections):
+            if text.claimed[index] is not None:
+                continue
+            for n in range(min(lexicon.max_words, len(text)), 0, -1):
+                spans = [(s, s + n) for s in range(max(0, index - n + 1), min(index, len(text) - n) + 1)]
+                hit = next(
+                    (span for span in spans if text.free(*span) and self._fits(text, span, corrections)), None
+                )
+                if hit is None:
+                    continue
+                surface = " ".join(corrections.get(k, text.tokens[k].lower) for k in range(*hit))
+                positions = lexicon.positions(surface)
+                found.append(Constant(hit[0], hit[1], surface, positions, False))
+                text.claim(hit[0], hit[1], "constant")
+                break
+        return found
+
+    def _fits(self, text: QuestionText, span: tuple[int, int], corrections: dict[int, str]) -> bool:
+        surface = " ".join(corrections.get(k, text.tokens[k].lower) for k in range(*span))
+        return bool(self._may_be_name(text, *span) and self._lexicon().positions(surface).size)
+
+    def _drop_relation_labels(self, text: QuestionText, found: list[Constant]) -> list[Constant]:
+        """A name that only labels the relation of the next name is not a constant: "with the *mode of
+        inheritance* Autosomal dominant …", "whose *inheritance* is …", "*localised* to the site of …". It is
+        followed by the next name with at most two function words between, and is either made of an edge type's
+        name words or is a single word (some SKBs have nodes called "Mode of inheritance" or "Localized")."""
+        kept: list[Constant] = []
+        for i, constant in enumerate(found):
+            nxt = found[i + 1] if i + 1 < len(found) else None
+            if nxt is not None and self._labels_next(text, constant, nxt):
+                text.claim(constant.start, constant.end, "relation")
+                continue
+            kept.append(constant)
+        return kept
+
+    def _labels_next(self, text: QuestionText, constant: Constant, nxt: Constant) -> bool:
+        between = text.words(constant.end, nxt.start)
+        if len(between) > 2 or any(w not in FUNCTION_WORDS for w in between):
+            return False
+        if any(text.boundary_before(i) for i in range(constant.end, nxt.start + 1)):
+            return False
+        words = stems(constant.surface)
+        return bool(words) and (words <= self._edge_name_stems or constant.end - constant.start == 1)
+
+    def _may_be_name(self, text: QuestionText, start: int, end: int) -> bool:
+        words = text.words(start, end)
+        if all(w in FUNCTION_WORDS for w in words):
+            return False
+        if end - start == 1 and len(words[0]) < MIN_SINGLE_WORD_CHARS:
+            return False
+        # A bare type word ("gene", "diseases") is a type hint, not a node name.
+        return not self._types.is_form(words)
+
+    def fuzzy(self, text: QuestionText, query: QueryContext) -> list[Constant]:
+        """Leftover phrases with content words: link to the closest node name if it is close enough."""
+        runs = []
+        for start, end in text.free_runs():
+            # Trim connecting words at the edges ("participating in …"): they name the relation, not the node.
+            while start < end and self.connecting(text.tokens[start].lower):
+                start += 1
+            while end > start and self.connecting(text.tokens[end - 1].lower):
+                end -= 1
+            content = [w for w in text.words(start, end) if not self.connecting(w) and not w.isdigit()]
+            # One leftover word is a verb or a number far more often than a misspelt name, and the lexicon
+            # already tried it exactly: the embedding fallback is for phrases.
+            if len(content) >= MIN_FUZZY_WORDS and not self._types.occurs_in(text.words(start, end)):
+                runs.append((start, end))
+        if not runs:
+            return []
+        names = self._stores.vectors["name"]
+        vectors = query.encode_with_question([text.span_text(s, e) for s, e in runs])
+        found: list[Constant] = []
+        for (start, end), vector in zip(runs, vectors, strict=True):
+            hits = names.search(vector[None, :], 5)[0]
+            if hits.keys.size and float(hits.scores[0]) >= self._fuzzy_min_cosine:
+                keep = hits.keys[hits.scores >= self._fuzzy_min_cosine]
+                found.append(Constant(start, end, self._stores.nodes.names[int(keep[0])], keep, False))
+                text.claim(start, end, "constant")
+        return found
+
+    def connecting(self, word: str) -> bool:
+        return word in FUNCTION_WORDS or word[:5] in self.relation_stems

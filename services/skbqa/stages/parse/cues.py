@@ -1,0 +1,90 @@
+"""English phrasings that introduce a keyword constraint on the answer's text rather than a relation.
+
+"… and that mention carabin", "… whose description mentions asymptomatic", "… related to hydroperoxide": the
+words after the cue are to be found in the answer's document, not linked to a node. This is about English, not
+about any one SKB; a cue claims its words up to the end of the clause.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from skbqa.stages.parse.question_text import QuestionText
+
+CUES: tuple[tuple[str, ...], ...] = tuple(
+    tuple(c.split())
+    for c in sorted(
+        [
+            "whose description mentions",
+            "whose description says",
+            "whose description contains",
+            "whose text mentions",
+            "whose abstract mentions",
+            "whose title mentions",
+            "whose name contains",
+            "description mentions",
+            "described by the phrase",
+            "described as",
+            "that mention",
+            "that mentions",
+            "which mention",
+            "which mentions",
+            "mentioning",
+            "mentions",
+            "mention",
+            "containing the word",
+            "containing the words",
+            "containing the phrase",
+            "related to",
+            "connected with",
+            "dealing with",
+            "about",
+        ],
+        key=lambda c: -len(c.split()),
+    )
+)
+
+
+# Cues that may also introduce a relation ("papers about <a field>"): their span becomes a constant instead when
+# it is exactly the name of a node the answer can be related to; the caller decides (`weak`).
+WEAK_CUES = frozenset(tuple(c.split()) for c in ("about", "related to", "connected with", "dealing with"))
+
+
+@dataclass(frozen=True)
+class TextCue:
+    text: str
+    start: int  # first token of the cue
+    end: int  # one past the last token of the keyword span
+    body_start: int = 0  # first token of the keyword span
+    weak: bool = False
+
+
+def claim_text_cues(text: QuestionText) -> list[TextCue]:
+    """Find cues in free tokens, claim cue + keyword span (to the clause's end); return the keyword spans."""
+    found: list[TextCue] = []
+    words = [t.lower for t in text.tokens]
+    i = 0
+    while i < len(words):
+        matched = next(
+            (cue for cue in CUES if tuple(words[i : i + len(cue)]) == cue and text.free(i, i + len(cue))), None
+        )
+        if matched is None:
+            i += 1
+            continue
+        body_start = i + len(matched)
+        body_end = body_start
+        while (
+            body_end < len(words)
+            and text.claimed[body_end] is None
+            and not text.is_boundary_word(body_end)
+            and not (body_end > body_start and text.boundary_before(body_end))
+        ):
+            body_end += 1
+        if body_end == body_start:  # nothing after the cue (its object was a quote): the cue words say nothing
+            text.claim(i, body_start, "cue")
+            i = body_start
+            continue
+        found.append(TextCue(text.span_text(body_start, body_end), i, body_end, body_start, matched in WEAK_CUES))
+        text.claim(i, body_end, "text")
+        i = body_end
+    return found

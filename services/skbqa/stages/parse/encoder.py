@@ -1,0 +1,177 @@
+"""The encoder parser (the default, LLM-free): steps 1–3 from the question's words, the schema and the SKB's names.
+
+Passes over the question, each claiming the words it uses:
+1. target type — the type word that heads the question's answer phrase ("Which *genes* …", in any word order;
+   `type_mentions`), else a synonym of a type (`type_synonyms`), else the type whose nodes dominate the
+   question's nearest documents (`TargetTypeGuesser`);
+2. quoted text and keyword cues ("that mention X", "related to X") → text constraints;
+3. attribute values the SKB actually has for the target type ("on chromosome 17") → attribute constraints;
+4. constants — longest match of word sequences against every name and alias, then an embedding fallback over
+   node names for leftover phrases (`constants`);
+5. relations — for each constant, the schema's edges between its type and the target type, or a chain through an
+   unnamed node, ranked by the clause's words (`assemble`);
+6. the remaining content words → one more text constraint for ranking.
+Nothing here is specific to one SKB: types, edges, names, aliases and attribute values all come from the index.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import numpy as np
+
+from skbqa.query.context import QueryContext
+from skbqa.query.encoder import Encoder
+from skbqa.query.structured import AttributeConstraint, StructuredQuery
+from skbqa.stages.parse.assemble import QueryAssembler
+from skbqa.stages.parse.base import Reading
+from skbqa.stages.parse.constants import FUZZY_MIN_COSINE, Constant, ConstantSpotter
+from skbqa.stages.parse.cues import TextCue, claim_text_cues
+from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
+from skbqa.stages.parse.relations import RelationChooser
+from skbqa.stages.parse.type_mentions import TypeVocabulary, choose_target
+from skbqa.stages.parse.type_synonyms import TypeSynonyms
+from skbqa.stores.index import IndexStores
+from skbqa.stores.lexicon import NameLexicon
+
+# How much each way of finding the target type, and of linking a constant, is to be trusted (parse confidence).
+TYPE_CERTAINTY = {"word": 1.0, "synonym": 0.9, "guess": 0.7, "none": 0.0}
+UNSUPPORTED_GUESS_CERTAINTY = 0.45
+FUZZY_LINK_CERTAINTY = 0.7
+NO_CONSTANT_CERTAINTY = 0.5
+AttributeSpotter = Callable[[QuestionText, str], list[AttributeConstraint]]
+TargetTypeGuesser = Callable[[QueryContext], str | None]
+
+
+class EncoderParser:
+    name = "encoder"
+
+    def __init__(
+        self,
+        stores: IndexStores,
+        lexicon: Callable[[], NameLexicon],
+        *,
+        attribute_spotter: AttributeSpotter | None = None,
+        guess_target_type: TargetTypeGuesser | None = None,
+        fuzzy_min_cosine: float = FUZZY_MIN_COSINE,
+    ) -> None:
+        self._stores = stores
+        self._schema = stores.nodes.schema
+        self._lexicon = lexicon
+        self._types = TypeVocabulary(self._schema)
+        self._synonyms = TypeSynonyms(self._schema)
+        self._spot_attributes = attribute_spotter
+        self._guess_target_type = guess_target_type
+        self._chooser: RelationChooser | None = None
+        self._lock = threading.Lock()
+        self._constants = ConstantSpotter(stores, lexicon, self._types, fuzzy_min_cosine=fuzzy_min_cosine)
+        self._assembler = QueryAssembler(stores, self._types, self._relations)
+
+    def _relations(self, encoder: Encoder) -> RelationChooser:
+        with self._lock:
+            if self._chooser is None:
+                self._chooser = RelationChooser(self._schema, encoder)
+            return self._chooser
+
+    def warm(self, encoder: Encoder) -> None:
+        self._relations(encoder).warm()
+        self._assembler.warm(encoder)
+        self._constants.warm()
+
+    # ------------------------------------------------------------------------------------------------ parse
+
+    def parse(self, query: QueryContext, reading: Reading | None = None) -> StructuredQuery:
+        reading = reading or Reading()
+        text = QuestionText.of(query.question)
+        warnings: list[str] = []
+        with query.stage("parse.target_type"):
+            target_type, type_source = self._target_type(query, text, warnings, reading.head_noun)
+        with query.stage("parse.constraints"):
+            cues = claim_text_cues(text)
+            texts = list(text.quotes) + [
+                cue.text for cue in cues if not self._names_a_node(text, cue, target_type)
+            ]
+            constraints = self._spot_attributes(text, target_type) if self._spot_attributes and target_type else []
+        with query.stage("parse.constants"):
+            constants = self._constants.exact(text, typos=reading.typos)
+            constants += self._constants.fuzzy(text, query)
+        with query.stage("parse.relations"):
+            parsed = self._assembler.assemble(query, text, target_type, constants, warnings, chains=reading.chains)
+        parsed.constraints.extend(constraints)
+        parsed.text_constraints.extend(t for t in texts if t)
+        leftover = [w for w in text.leftover_content() if w.lower()[:5] not in self._constants.relation_stems]
+        if leftover:
+            parsed.text_constraints.append(" ".join(leftover))
+        parsed.confidence = self._confidence(text, type_source, constants, parsed)
+        return parsed
+
+    def _confidence(
+        self,
+        text: QuestionText,
+        type_source: str,
+        constants: list[Constant],
+        parsed: StructuredQuery,
+    ) -> float:
+        """How far the parse can be trusted: how the target type was found, whether the constants were linked
+        by name and related to the answer through the schema, and how many of the question's content words the
+        parse explains (what is left over became free text)."""
+        type_factor = TYPE_CERTAINTY.get(type_source, 0.0)
+        related = sum(1 for s in parsed.symbols.values() if s.is_constant)
+        if type_source == "guess" and not related:
+            type_factor = UNSUPPORTED_GUESS_CERTAINTY  # no related constant corroborates the guessed type
+        if constants:
+            linked = sum(1.0 if c.exact else FUZZY_LINK_CERTAINTY for c in constants) / len(constants)
+            link = linked * related / len(constants)
+        else:
+            link = NO_CONSTANT_CERTAINTY if not parsed.constraints else 1.0
+        content = [i for i, t in enumerate(text.tokens) if t.lower not in FUNCTION_WORDS]
+        unexplained = [i for i in content if text.claimed[i] is None and i not in text.relation_tokens]
+        unexplained = [i for i in unexplained if text.tokens[i].lower[:5] not in self._constants.relation_stems]
+        explained = 1.0 - len(unexplained) / len(content) if content else 0.0
+        return round(type_factor * link * (0.6 + 0.4 * max(0.0, explained)), 4)
+
+    def _target_type(
+        self, query: QueryContext, text: QuestionText, warnings: list[str], head_noun: bool = True
+    ) -> tuple[str | None, str]:
+        """The head noun phrase's type: a type word, else a synonym of one, else the nearest nodes' type; and
+        which of the three it was."""
+        mentions = self._types.mentions(text)
+        spans = self._constants.name_spans(text) if head_noun else []
+        chosen = choose_target(text, mentions, spans) if head_noun else (mentions[0] if mentions else None)
+        if chosen is not None:
+            text.claim(chosen.start, chosen.end, "target")
+            return chosen.type_name, "word"
+        head = self._synonyms.head_noun(text, spans) if head_noun else None
+        if head is not None:
+            synonym = self._synonyms.type_of(text, head, query.encoder)
+            if synonym is not None:
+                text.claim(head.start, head.end, "target")
+                warnings.append(f"target type {synonym!r} read from {text.span_text(head.start, head.end)!r}")
+                return synonym, "synonym"
+        if self._guess_target_type is None:
+            return None, "none"
+        guessed = self._guess_target_type(query)
+        warnings.append(f"no type word in the question; target type guessed as {guessed!r}")
+        return guessed, "guess"
+
+    def _names_a_node(self, text: QuestionText, cue: TextCue, target_type: str | None) -> bool:
+        """A weak cue's span that is exactly the name of a node the schema relates to the answer's type in one
+        way only is a relation ("papers about <field>": has_topic); with several possible relations ("diseases
+        related to <phenotype>": phenotype, clinical feature, inheritance…) the words stay a text constraint."""
+        if not cue.weak or target_type is None:
+            return False
+        positions = self._lexicon().positions(cue.text, original=cue.text)
+        if not positions.size:
+            return False
+        types = {self._schema.node_types[int(c)].name for c in np.unique(self._stores.nodes.types[positions])}
+        ways = [
+            e
+            for e in self._schema.edge_types
+            if (e.source == target_type and e.target in types) or (e.target == target_type and e.source in types)
+        ]
+        if len(ways) != 1:
+            return False
+        text.claim(cue.start, cue.body_start, "relation")
+        text.release(cue.body_start, cue.end)
+        return True

@@ -1,0 +1,209 @@
+"""A question as word tokens with character offsets, and which of them the encoder parser has used up.
+
+The encoder parser reads a question in passes (target type, quoted text, attribute values, keyword cues,
+constants); each pass claims token ranges so later passes see only what is left. Clause boundaries (`and`, `or`,
+punctuation between words, and claimed ranges) delimit the phrase that states a constant's relation.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_TOKEN = re.compile(r"\w+")
+_BOUNDARY_WORDS = frozenset({"and", "or", "but", "while", "whereas"})
+_BOUNDARY_PUNCT = re.compile(r"[,;:?!()\[\]]|\.\s")
+_QUOTED = re.compile(r"\"([^\"]{2,})\"|“([^”]{2,})”|'([^']{3,})'(?!\w)")
+
+# Small function words: never a constant on their own, never carry a relation's meaning.
+FUNCTION_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "from",
+        "by",
+        "with",
+        "without",
+        "into",
+        "onto",
+        "over",
+        "under",
+        "about",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "that",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "what",
+        "where",
+        "when",
+        "how",
+        "there",
+        "their",
+        "its",
+        "it",
+        "this",
+        "these",
+        "those",
+        "than",
+        "then",
+        "do",
+        "does",
+        "did",
+        "has",
+        "have",
+        "had",
+        "having",
+        "and",
+        "or",
+        "but",
+        "not",
+        "no",
+        "any",
+        "all",
+        "some",
+        "each",
+        "every",
+        "find",
+        "list",
+        "name",
+        "show",
+        "give",
+        "tell",
+        "me",
+        "which",
+        "are",
+        "there",
+        "can",
+        "could",
+        "would",
+        "should",
+        "may",
+        "might",
+        "please",
+        "also",
+        "both",
+        'either".',
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Token:
+    text: str
+    lower: str
+    start: int
+    end: int
+
+
+@dataclass
+class QuestionText:
+    text: str
+    tokens: list[Token]
+    claimed: list[str | None] = field(default_factory=list)  # per token: which pass used it, None if free
+    quotes: list[str] = field(default_factory=list)
+    # Free tokens that stated a relation the parse used (a related constant's clause): explained, though unclaimed.
+    relation_tokens: set[int] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, question: str) -> QuestionText:
+        quotes: list[str] = []
+        masked = question
+        for match in _QUOTED.finditer(question):
+            body = next(g for g in match.groups() if g is not None)
+            quotes.append(body.strip(" .…"))
+            # Blank the quoted words so no later pass reads them as constants or relation words.
+            masked = masked[: match.start()] + " " * (match.end() - match.start()) + masked[match.end() :]
+        tokens = [Token(m.group(), m.group().lower(), m.start(), m.end()) for m in _TOKEN.finditer(masked)]
+        return cls(masked, tokens, [None] * len(tokens), quotes)
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def span_text(self, start: int, end: int) -> str:
+        """The original characters of tokens start..end-1 (punctuation between them included)."""
+        if start >= end:
+            return ""
+        return self.text[self.tokens[start].start : self.tokens[end - 1].end]
+
+    def words(self, start: int, end: int) -> list[str]:
+        return [t.lower for t in self.tokens[start:end]]
+
+    def free(self, start: int, end: int) -> bool:
+        return all(c is None for c in self.claimed[start:end])
+
+    def claim(self, start: int, end: int, by: str) -> None:
+        for i in range(start, end):
+            self.claimed[i] = by
+
+    def release(self, start: int, end: int) -> None:
+        for i in range(start, end):
+            self.claimed[i] = None
+
+    def boundary_before(self, index: int) -> bool:
+        """Whether punctuation separates token index-1 from token index (a clause break)."""
+        if index <= 0 or index >= len(self.tokens):
+            return True
+        gap = self.text[self.tokens[index - 1].end : self.tokens[index].start]
+        return bool(_BOUNDARY_PUNCT.search(gap + " "))
+
+    def is_boundary_word(self, index: int) -> bool:
+        return self.tokens[index].lower in _BOUNDARY_WORDS
+
+    def clause(self, start: int, end: int) -> tuple[int, int]:
+        """The clause around tokens start..end-1: extended over free, non-boundary tokens on both sides."""
+        left = start
+        while left > 0 and self.claimed[left - 1] is None and not self.is_boundary_word(left - 1):
+            if self.boundary_before(left):
+                break
+            left -= 1
+        right = end
+        while right < len(self.tokens) and self.claimed[right] is None and not self.is_boundary_word(right):
+            if self.boundary_before(right):
+                break
+            right += 1
+        return left, right
+
+    def free_runs(self) -> list[tuple[int, int]]:
+        """Maximal runs of free tokens not crossing a clause boundary."""
+        runs: list[tuple[int, int]] = []
+        start: int | None = None
+        for i in range(len(self.tokens) + 1):
+            stop = (
+                i == len(self.tokens)
+                or self.claimed[i] is not None
+                or self.is_boundary_word(i)
+                or (start is not None and self.boundary_before(i))
+            )
+            if stop:
+                if start is not None:
+                    runs.append((start, i))
+                    start = None
+                if i < len(self.tokens) and self.claimed[i] is None and not self.is_boundary_word(i):
+                    start = i
+            elif start is None:
+                start = i
+        return runs
+
+    def leftover_content(self) -> list[str]:
+        """Free tokens that are not function words, in order (the question's unparsed remainder)."""
+        return [
+            t.text
+            for t, c in zip(self.tokens, self.claimed, strict=True)
+            if c is None and t.lower not in FUNCTION_WORDS
+        ]

@@ -1,0 +1,154 @@
+"""Which edge types link a constant to the target (encoder parser, no LLM).
+
+Options come from the schema: every edge signature between the constant's type and the target type (direct),
+or, when there is none, every path through one intermediate type (two-hop phrasing: "papers by authors at X").
+They are ranked by how well the question's connecting words (the constant's clause without the constant) match
+the edge's name and description — embedding cosine plus a lexical bonus for shared word stems — after dropping
+options the constant's own nodes have no edge of (the data says the phrase cannot mean them).
+
+Direction: the schema fixes it when the two types differ. For an edge between nodes of the same type ("is_a"),
+English word order decides: when the clause continues after the constant ("… that X is a kind of", "of which X
+is a subtype") the constant is the subject, i.e. the edge's source; otherwise ("… that are subtypes of X") the
+answer is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from skbqa.query.encoder import Encoder
+from skbqa.query.structured import Triplet
+from skbqa.skb.schema import EdgeType, Schema
+from skbqa.stages.parse.question_text import FUNCTION_WORDS
+from skbqa.stores.graph.base import Direction, GraphStore
+
+LEXICAL_WEIGHT = 0.5
+TWO_HOP_PENALTY = 0.2  # prefer a direct edge: a two-hop reading is the fallback when the words fit it better
+AMBIGUITY_MARGIN = 0.05  # options this close both stay possible: the hop accepts either edge type
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def stems(text: str) -> set[str]:
+    """Crude stems (first 5 letters) of content words: "participating" ~ "participates", "subtypes" ~ "subtype"."""
+    return {w[:5] for w in _WORD.findall(text.lower()) if w not in FUNCTION_WORDS and len(w) > 2}
+
+
+def edge_text(edge: EdgeType) -> str:
+    return f"{edge.name.replace('_', ' ')}: {edge.description}".strip(": ")
+
+
+@dataclass(frozen=True)
+class Hop:
+    edge: EdgeType
+    from_constant_side: bool  # True: the hop's source is on the constant's side of the path
+
+
+@dataclass(frozen=True)
+class RelationOption:
+    hops: tuple[Hop, ...]  # from the constant towards the target
+    via: str | None  # the intermediate node type of a two-hop path
+    score: float = 0.0
+    any_edge: bool = False  # the words did not separate this option from a rival: accept any edge type
+
+    def triplets(self, constant: str, target: str, via_symbol: str | None) -> list[Triplet]:
+        chain = [constant] + ([via_symbol] if via_symbol else []) + [target]
+        out: list[Triplet] = []
+        for hop, left, right in zip(self.hops, chain, chain[1:], strict=False):
+            head, tail = (left, right) if hop.from_constant_side else (right, left)
+            out.append(Triplet(head, None if self.any_edge else hop.edge.name, tail))
+        return out
+
+
+class RelationChooser:
+    def __init__(self, schema: Schema, encoder: Encoder) -> None:
+        self._schema = schema
+        self._encoder = encoder
+        self._edges = list(schema.edge_types)
+        self._edge_vectors: np.ndarray | None = None  # embedded lazily: no model work in the constructor
+        self._edge_stems = [stems(edge_text(e)) for e in self._edges]
+
+    def _vectors(self) -> np.ndarray:
+        if self._edge_vectors is None:
+            self._edge_vectors = self._encoder.encode([edge_text(e) for e in self._edges])
+        return self._edge_vectors
+
+    def warm(self) -> None:
+        self._vectors()
+
+    def options(self, constant_type: str, target_type: str, *, constant_is_subject: bool) -> list[RelationOption]:
+        """Schema paths from the constant's type to the target type: direct ones, else through one type."""
+        direct = self._direct(constant_type, target_type, constant_is_subject)
+        if direct:
+            return direct
+        paths: list[RelationOption] = []
+        for middle in self._schema.node_type_names:
+            if middle in (constant_type, target_type):
+                continue
+            for first in self._direct(constant_type, middle, constant_is_subject):
+                for second in self._direct(middle, target_type, True):
+                    paths.append(RelationOption(first.hops + second.hops, middle))
+        return paths
+
+    def _direct(self, from_type: str, to_type: str, constant_is_subject: bool) -> list[RelationOption]:
+        found: list[RelationOption] = []
+        for edge in self._edges:
+            if (
+                edge.source == from_type
+                and edge.target == to_type
+                and (from_type != to_type or constant_is_subject)
+            ):
+                found.append(RelationOption((Hop(edge, True),), None))
+            elif (
+                edge.source == to_type
+                and edge.target == from_type
+                and (from_type != to_type or not constant_is_subject)
+            ):
+                found.append(RelationOption((Hop(edge, False),), None))
+        return found
+
+    def rank(
+        self,
+        options: list[RelationOption],
+        phrase: str,
+        phrase_vector: np.ndarray | None,
+        *,
+        graph: GraphStore | None = None,
+        constant_nodes: np.ndarray | None = None,
+    ) -> list[RelationOption]:
+        """Options best first; those the constant's nodes have no first-hop edge for go last."""
+        if not options:
+            return []
+        index = {id(e): i for i, e in enumerate(self._edges)}
+        vectors = self._vectors()
+        words = stems(phrase)
+        scored: list[tuple[float, int, RelationOption]] = []
+        for order, option in enumerate(options):
+            rows = [index[id(h.edge)] for h in option.hops]
+            cosine = float(np.mean(vectors[rows] @ phrase_vector)) if phrase_vector is not None else 0.0
+            shared = set().union(*(self._edge_stems[r] for r in rows)) & words
+            lexical = len(shared) / max(1, len(words))
+            score = cosine + LEXICAL_WEIGHT * lexical - TWO_HOP_PENALTY * (len(option.hops) - 1)
+            if graph is not None and constant_nodes is not None and constant_nodes.size:
+                first = option.hops[0]
+                direction: Direction = "out" if first.from_constant_side else "in"
+                if int(graph.degree(constant_nodes, first.edge.name, direction).sum()) == 0:
+                    score -= 10.0  # the data rules it out; kept last in case the graph is incomplete
+            scored.append((score, order, option))
+        scored.sort(key=lambda item: (-item[0], item[1]))
+        ranked = [RelationOption(o.hops, o.via, s) for s, _, o in scored]
+        if len(ranked) > 1 and _rivals(ranked[0], ranked[1]):
+            ranked[0] = RelationOption(ranked[0].hops, ranked[0].via, ranked[0].score, any_edge=True)
+        return ranked
+
+
+def _rivals(best: RelationOption, second: RelationOption) -> bool:
+    """Two direct options, same direction, that the words score within AMBIGUITY_MARGIN of each other."""
+    return (
+        len(best.hops) == len(second.hops) == 1
+        and best.hops[0].from_constant_side == second.hops[0].from_constant_side
+        and best.score - second.score < AMBIGUITY_MARGIN
+        and second.score > -5.0  # the data allows the rival too
+    )

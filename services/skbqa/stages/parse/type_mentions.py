@@ -1,0 +1,177 @@
+"""Node-type words in a question: the target type (step 1 without an LLM), type hints before constants, and the
+types of unnamed intermediate nodes ("genes associated with *a disease* that …").
+
+Forms come from the schema alone: the type name with `_`/`-` as spaces, each '/'-separated part on its own
+("gene/protein" → "gene", "protein"), with every inflection of the last word (irregular plurals included, from
+lemminflect's English tables), so "loci", "children" or "analyses" read as their types. A question names its target
+with its head noun phrase: the mention right after a question word ("Which *genes* …", "List the *diseases* …") wins
+over one that only types a constant ("the *gene* BRCA1"), one inside a constant's name ("Gaucher *disease*") or one
+after a preposition ("… associated with a *disease* that …"), whatever the word order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from skbqa.skb.schema import Schema
+from skbqa.stages.parse.question_text import QuestionText
+
+# Words after which a noun phrase is what the question asks for. English, not any one SKB's.
+QUESTION_WORDS = frozenset(
+    {"which", "what", "whose", "name", "list", "show", "find", "give", "get", "identify", "return", "enumerate",
+     "retrieve", "any", "all", "there", "for", "looking", "need", "want", "search", "tell"}
+)  # fmt: skip
+ARTICLES = frozenset({"the", "a", "an", "some", "any", "all", "of", "those", "these", "me", "us"})
+PREPOSITIONS = frozenset(
+    {"of", "in", "on", "at", "to", "by", "with", "from", "into", "for", "via", "through", "about", "within"}
+)
+INDEFINITE = frozenset({"a", "an", "some", "another", "one"})
+
+
+def plural(word: str) -> str:
+    if word.endswith(("s", "x", "z", "ch", "sh")):
+        return word + "es"
+    if word.endswith("y") and len(word) > 1 and word[-2] not in "aeiou":
+        return word[:-1] + "ies"
+    return word + "s"
+
+
+@lru_cache(maxsize=4096)
+def noun_forms(word: str) -> frozenset[str]:
+    """Every inflection of an English noun: its regular plural and lemminflect's (irregular ones included)."""
+    forms = {word, plural(word)}
+    try:
+        from lemminflect import getAllInflections
+
+        for variants in getAllInflections(word, upos="NOUN").values():
+            forms.update(v.lower() for v in variants)
+    except ImportError:  # pragma: no cover - lemminflect is a core dependency; keep the regular forms without it
+        pass
+    return frozenset(forms)
+
+
+@lru_cache(maxsize=8192)
+def noun_lemma(word: str) -> str | None:
+    """The word's lemma when English can read it as a noun (None for words that are never nouns)."""
+    from lemminflect import getAllLemmas
+
+    lemmas = getAllLemmas(word).get("NOUN")
+    return lemmas[0].lower() if lemmas else None
+
+
+def type_forms(type_name: str) -> list[tuple[str, ...]]:
+    """Word sequences that mention a node type, longest first."""
+    forms: set[tuple[str, ...]] = set()
+    parts = [type_name, *type_name.split("/")] if "/" in type_name else [type_name]
+    for part in parts:
+        words = tuple(w for w in part.replace("_", " ").replace("-", " ").lower().split() if w)
+        if not words:
+            continue
+        for last in noun_forms(words[-1]):
+            forms.add((*words[:-1], last))
+    return sorted(forms, key=len, reverse=True)
+
+
+@dataclass(frozen=True)
+class TypeMention:
+    type_name: str
+    start: int
+    end: int
+
+
+def head_word_forms(schema: Schema) -> list[tuple[tuple[str, ...], str]]:
+    """The last word of a multi-word type name on its own ("a *process* that …" for biological_process), for the
+    types whose last word no other type shares."""
+    heads: dict[str, list[str]] = {}
+    for node_type in schema.node_types:
+        words = node_type.name.replace("_", " ").replace("-", " ").replace("/", " ").lower().split()
+        heads.setdefault(words[-1] if words else "", []).append(node_type.name)
+    found: list[tuple[tuple[str, ...], str]] = []
+    for node_type in schema.node_types:
+        words = node_type.name.replace("_", " ").replace("-", " ").lower().split()
+        if len(words) > 1 and "/" not in node_type.name and len(heads.get(words[-1], [])) == 1:
+            found += [((form,), node_type.name) for form in noun_forms(words[-1])]
+    return found
+
+
+class TypeVocabulary:
+    def __init__(self, schema: Schema) -> None:
+        whole = [(form, t.name) for t in schema.node_types for form in type_forms(t.name)]
+        taken = {form for form, _ in whole}
+        heads = [(form, name) for form, name in head_word_forms(schema) if form not in taken]
+        self._forms: list[tuple[tuple[str, ...], str]] = sorted(
+            whole + heads, key=lambda item: len(item[0]), reverse=True
+        )
+        self._form_set = {form for form, _ in self._forms}
+
+    def is_form(self, words: list[str]) -> bool:
+        """Whether the words are exactly a type mention ("gene", "biological processes")."""
+        return tuple(words) in self._form_set
+
+    def occurs_in(self, words: list[str]) -> bool:
+        """Whether a type mention occurs anywhere in the words."""
+        return any(
+            tuple(words[i : i + len(f)]) == f for f, _ in self._forms for i in range(len(words) - len(f) + 1)
+        )
+
+    def mentions(self, text: QuestionText) -> list[TypeMention]:
+        """Every non-overlapping type mention in free tokens, left to right, longest form first."""
+        found: list[TypeMention] = []
+        words = [t.lower for t in text.tokens]
+        i = 0
+        while i < len(words):
+            hit = None
+            if text.claimed[i] is None:
+                for form, type_name in self._forms:
+                    end = i + len(form)
+                    if tuple(words[i:end]) == form and text.free(i, end):
+                        hit = TypeMention(type_name, i, end)
+                        break
+            if hit:
+                found.append(hit)
+                i = hit.end
+            else:
+                i += 1
+        return found
+
+
+def choose_target(
+    text: QuestionText, mentions: Sequence[TypeMention], name_spans: Sequence[tuple[int, int]]
+) -> TypeMention | None:
+    """The mention that heads the question's answer phrase; None when every mention is a hint or inside a name."""
+    best: tuple[float, int] | None = None
+    for order, mention in enumerate(mentions):
+        if any(
+            s <= mention.start and mention.end <= e and (s, e) != (mention.start, mention.end)
+            for s, e in name_spans
+        ):
+            continue  # a word of a constant's name ("Gaucher disease"), not a type word
+        score = target_score(text, mention, name_spans) - 0.1 * order
+        if best is None or score > best[0]:
+            best = (score, order)
+    return mentions[best[1]] if best is not None else None
+
+
+def target_score(text: QuestionText, mention: TypeMention, name_spans: Sequence[tuple[int, int]]) -> float:
+    before = _words_before(text, mention.start, 3)
+    score = 0.0
+    if mention.start == 0 or any(w in QUESTION_WORDS for w in before):
+        score += 1.0
+    if (before and before[-1] in PREPOSITIONS) or (
+        len(before) > 1 and before[-1] in ARTICLES and before[-2] in PREPOSITIONS
+    ):
+        score -= 1.5  # the object of a preposition: "associated with (a) disease …"
+    if before and before[-1] in INDEFINITE and not any(w in QUESTION_WORDS for w in before):
+        score -= 0.5  # "… that has a phenotype …": an unnamed node on the way, not the answer
+    if any(start == mention.end for start, _ in name_spans):
+        score -= 2.0  # "the gene BRCA1": the word types the name that follows
+    return score
+
+
+def _words_before(text: QuestionText, index: int, count: int) -> list[str]:
+    start = index
+    while start > 0 and index - start < count and not text.boundary_before(start):
+        start -= 1
+    return text.words(start, index)

@@ -1,0 +1,115 @@
+"""The target type from a head noun that is not a type name ("which *disorders* …", "what *traits* …").
+
+Two signals, both from the loaded schema: the noun is a word of exactly one type's description (a curator who
+writes "a phenotypic abnormality, mode of inheritance …" names what users call it), or the encoder puts the noun
+close to one type's name and clearly closer than to any other. A generic noun ("entities", "things") names no type.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from skbqa.query.encoder import Encoder
+from skbqa.skb.schema import Schema
+from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
+from skbqa.stages.parse.type_mentions import QUESTION_WORDS, noun_lemma
+
+MIN_NAME_COSINE = 0.55
+MIN_MARGIN = 0.08
+GENERIC_NOUNS = frozenset(
+    {"entity", "entities", "thing", "things", "item", "items", "one", "ones", "entry", "entries", "node", "nodes",
+     "result", "results", "answer", "answers", "record", "records", "object", "objects", "kind", "kinds", "type",
+     "types", "option", "options", "idea", "ideas"}
+)  # fmt: skip
+_WORD = re.compile(r"[a-z]+")
+
+
+@dataclass(frozen=True)
+class HeadNoun:
+    start: int
+    end: int
+    lemma: str
+
+
+class TypeSynonyms:
+    def __init__(self, schema: Schema) -> None:
+        self._names = [t.name for t in schema.node_types]
+        self._name_texts = [t.name.replace("_", " ").replace("/", " or ") for t in schema.node_types]
+        self._described = self._description_words(schema)
+        self._vectors: np.ndarray | None = None
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _description_words(schema: Schema) -> dict[str, set[str]]:
+        """Noun lemmas of each type's description, without those most descriptions share ("term", "node")."""
+        per_type = []
+        for node_type in schema.node_types:
+            lemmas = set()
+            for word in _WORD.findall(node_type.description.lower()):
+                if word not in FUNCTION_WORDS and len(word) > 3:
+                    lemmas.add(noun_lemma(word) or word)
+            per_type.append(lemmas)
+        counts: dict[str, int] = {}
+        for lemmas in per_type:
+            for lemma in lemmas:
+                counts[lemma] = counts.get(lemma, 0) + 1
+        by_word: dict[str, set[str]] = {}
+        for node_type, lemmas in zip(schema.node_types, per_type, strict=True):
+            for lemma in lemmas:
+                if counts[lemma] == 1:
+                    by_word.setdefault(lemma, set()).add(node_type.name)
+        return by_word
+
+    def head_noun(self, text: QuestionText, name_spans: Sequence[tuple[int, int]]) -> HeadNoun | None:
+        """The answer's noun after a question word: in the words up to the next function word or name, the first
+        plural noun ("which OMIM-catalogued *disorders* …", "what phenotypic *abnormalities* …"), else the first
+        noun."""
+        inside = {i for s, e in name_spans for i in range(s, e)}
+        words = text.words(0, len(text))
+        for i, word in [(-1, ""), *enumerate(words)]:  # the question may open with its noun phrase
+            if i >= 0 and (word not in QUESTION_WORDS or text.claimed[i] is not None):
+                continue
+            j = i + 1
+            while j < len(words) and words[j] in ("the", "a", "an", "all", "any", "some", "me", "of", "for"):
+                j += 1
+            end = j
+            while (
+                end < len(words)
+                and text.claimed[end] is None
+                and end not in inside
+                and words[end] not in FUNCTION_WORDS
+                and (end == j or not text.boundary_before(end))
+            ):
+                end += 1
+            nouns = [(k, lemma) for k in range(j, end) if (lemma := noun_lemma(words[k])) is not None]
+            plural = [(k, lemma) for k, lemma in nouns if lemma != words[k]]
+            chosen = plural[0] if plural else (nouns[0] if nouns else None)
+            if chosen is not None:
+                return HeadNoun(chosen[0], chosen[0] + 1, chosen[1])
+        return None
+
+    def type_of(self, text: QuestionText, head: HeadNoun, encoder: Encoder) -> str | None:
+        if head.lemma in GENERIC_NOUNS:
+            return None
+        described = self._described.get(head.lemma, set())
+        if len(described) == 1:
+            return next(iter(described))
+        vector = encoder.encode([text.span_text(head.start, head.end)])[0]
+        scores = self._type_vectors(encoder) @ vector
+        order = np.argsort(-scores)
+        best = float(scores[order[0]])
+        second = float(scores[order[1]]) if len(order) > 1 else -1.0
+        if best >= MIN_NAME_COSINE and best - second >= MIN_MARGIN:
+            return self._names[int(order[0])]
+        return None
+
+    def _type_vectors(self, encoder: Encoder) -> np.ndarray:
+        with self._lock:
+            if self._vectors is None:
+                self._vectors = encoder.encode(self._name_texts)
+            return self._vectors

@@ -1,0 +1,41 @@
+"""Step 4 — symbol candidates: up to l_max nodes per constant, best first.
+
+A constant's search strings (its names) are looked up exactly in the `NameLexicon` (names before aliases), then
+the list is filled by vector search over node *names* embedded without relations (the paper's finding: relations
+in the embedding mislead the search for non-target entities), restricted to the constant's type in strict mode.
+Exact matches stay first; the vector hits follow by cosine to the search string.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from skbqa.query.structured import Symbol
+from skbqa.stores.lexicon import NameLexicon
+from skbqa.stores.vectors.base import VectorIndex
+
+
+def constant_candidates(
+    constant: Symbol,
+    vectors: np.ndarray,
+    *,
+    lexicon: NameLexicon,
+    names: VectorIndex,
+    node_types: np.ndarray,
+    type_code: int | None,
+    l_max: int,
+) -> np.ndarray:
+    """Ranked candidate positions for one constant; `vectors` holds one embedding per search string."""
+    ordered: list[np.ndarray] = []
+    for name in constant.names:
+        exact = lexicon.positions(name, original=name)
+        if type_code is not None and exact.size:
+            exact = exact[node_types[exact] == type_code]
+        ordered.append(exact)
+    if l_max > 0 and vectors.size:
+        types = None if type_code is None else [type_code]
+        for hits in names.search(np.atleast_2d(vectors), l_max, node_types=types):
+            ordered.append(hits.keys)
+    merged = np.concatenate(ordered) if ordered else np.zeros(0, np.int64)
+    _, first = np.unique(merged, return_index=True)
+    return merged[np.sort(first)][:l_max].astype(np.int64)

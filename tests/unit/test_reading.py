@@ -1,0 +1,100 @@
+"""The encoder parser's reading of phrasings beyond the first type word and single edges: the head noun phrase,
+type synonyms, chains through an unnamed node (both kinds), typos in names, and the parse's confidence with the
+strands' blend. Each switch turned off gives the older reading, so every test also shows what the switch changes."""
+
+from __future__ import annotations
+
+import pytest
+
+from skbqa.engine.embedded import EmbeddedEngine
+from skbqa.query.context import Candidate, QueryContext
+from skbqa.query.structured import StructuredQuery
+from skbqa.stages.parse.base import Reading
+from skbqa.stages.ranking.step import blend
+from skbqa.strategies.af import AfStrategy
+
+OFF = Reading(head_noun=False, chains=False, typos=False)
+
+
+def parse(engine: EmbeddedEngine, question: str, reading: Reading | None = None) -> StructuredQuery:
+    af = engine.strategies["af"]
+    assert isinstance(af, AfStrategy)
+    return af.parse.encoder_parser.parse(QueryContext(question, engine.encoder), reading)
+
+
+def edges(parsed: StructuredQuery) -> set[tuple[str, str | None, str]]:
+    return {(t.head, t.edge, t.tail) for t in parsed.triplets}
+
+
+def test_the_answer_type_is_the_head_noun_whatever_the_word_order(biomed_sample_engine: EmbeddedEngine) -> None:
+    question = "For the gene BRCA1, which diseases are associated with it?"
+    assert parse(biomed_sample_engine, question).target_type == "disease"
+    assert parse(biomed_sample_engine, question, OFF).target_type == "gene"  # the first type word
+
+
+def test_a_type_synonym_names_the_answer_type(biomed_sample_engine: EmbeddedEngine) -> None:
+    parsed = parse(biomed_sample_engine, "which disorders are linked to BRCA1?")
+    assert parsed.target_type == "disease"
+    assert {s.names for s in parsed.constants} == {("BRCA1",)}
+    assert edges(parsed) == {("c1", "gene_associated_with_disease", "y")}
+
+
+def test_an_intermediate_type_word_makes_a_chain(biomed_sample_engine: EmbeddedEngine) -> None:
+    question = "Which genes are associated with a disease that presents with seizures?"
+    parsed = parse(biomed_sample_engine, question)
+    assert parsed.symbols["m1"].type == "disease"
+    assert edges(parsed) == {("m1", "disease_has_phenotype", "c1"), ("y", "gene_associated_with_disease", "m1")}
+    assert parsed.symbols["c1"].type == "phenotype"
+
+
+def test_hierarchy_words_next_to_a_name_make_a_chain(biomed_sample_engine: EmbeddedEngine) -> None:
+    parsed = parse(biomed_sample_engine, "What genes are located in a part of the mitochondrion?")
+    assert parsed.symbols["m1"].type == "cellular_component"
+    assert edges(parsed) == {("m1", "part_of", "c1"), ("y", "gene_located_in_cellular_component", "m1")}
+    single = parse(biomed_sample_engine, "What genes are located in a part of the mitochondrion?", OFF)
+    assert "m1" not in single.symbols  # the single edge: genes located in the mitochondrion itself
+
+
+def test_a_passive_agent_is_the_source_of_a_chain_hop(biomed_sample_engine: EmbeddedEngine) -> None:
+    parsed = parse(biomed_sample_engine, "Which genes are associated with a disease that presents with seizures?")
+    # the chain's second hop runs from the intermediate disease to the named phenotype, as the schema has it
+    assert ("m1", "disease_has_phenotype", "c1") in edges(parsed)
+
+
+def test_a_name_with_one_typo_is_linked(biomed_sample_engine: EmbeddedEngine) -> None:
+    parsed = parse(biomed_sample_engine, "wich genes are asociated with preeclampsai")
+    assert {s.names for s in parsed.constants} == {("preeclampsia",)}
+    assert not parse(biomed_sample_engine, "wich genes are asociated with preeclampsai", OFF).constants
+
+
+def test_confidence_is_high_for_a_parse_that_explains_the_question(biomed_sample_engine: EmbeddedEngine) -> None:
+    sure = parse(biomed_sample_engine, "Which genes are associated with preeclampsia?")
+    unsure = parse(biomed_sample_engine, "Anything about tiny glowing sea creatures near reefs?")
+    assert sure.confidence is not None and unsure.confidence is not None
+    assert sure.confidence >= 0.9 > 0.3 > unsure.confidence
+
+
+def candidates(prefix: str, n: int) -> list[Candidate]:
+    return [Candidate(i, 1.0, prefix, {}, {}) for i in range(n)]
+
+
+@pytest.mark.parametrize(
+    ("confidence", "first_sources"),
+    [
+        (0.9, ["grounded", "grounded", "grounded"]),
+        (0.5, ["grounded", "vss", "grounded"]),
+        (0.2, ["vss", "vss", "vss"]),
+    ],
+)
+def test_blend_weighs_the_strands_by_confidence(confidence: float, first_sources: list[str]) -> None:
+    merged = blend(candidates("grounded", 5), candidates("vss", 5), confidence)
+    assert [c.source for c in merged[:3]] == first_sources
+    assert len(merged) == 10
+
+
+def test_every_switch_off_is_accepted_per_request(biomed_sample_engine: EmbeddedEngine) -> None:
+    options = {"head_noun": False, "chains": False, "typos": False, "blend": False}
+    answer = biomed_sample_engine.ask(
+        "Which genes are associated with preeclampsia?", strategy="af", options=options
+    )
+    assert answer.items
