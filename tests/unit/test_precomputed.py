@@ -17,10 +17,9 @@ from skbqa.ingest.builder import ingest
 from skbqa.ingest.documents import embedded_texts
 from skbqa.ingest.precomputed import open_precomputed, write_precomputed
 from skbqa.skb.qa import load_qa
-from skbqa.stores.index import open_index
+from skbqa.stores.index import load_exact_vectors, open_index
 from skbqa.stores.lexicon import LEXICON_FILE
 from skbqa.stores.vectors.ann import AnnIndex
-from skbqa.stores.vectors.exact import ExactIndex
 from skbqa.synth.generator import generate
 from tests.helpers import HashingEncoder
 
@@ -74,7 +73,7 @@ def test_ingest_takes_the_vectors_and_answers_with_their_encoder(bundle: Path, t
     af = evaluate_strategy(engine, items, "af", depth=20)
     assert af.metrics["hit@1"] >= 80.0  # the relational questions are grounded, not guessed
     # The exact fallback reads an ANN-only set back whole (loaders that need a dense copy).
-    exact = ExactIndex.load(tmp_path / "idx" / "vectors" / "name")
+    exact = load_exact_vectors(tmp_path / "idx" / "vectors" / "name")
     assert len(exact) == 3000 and not isinstance(exact, AnnIndex)
 
 
