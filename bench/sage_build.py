@@ -29,8 +29,8 @@ from skbqa.eval.runner import compare, evaluate_strategy
 from skbqa.eval.specs import parse_spec, split_specs
 from skbqa.query.context import Candidate, QueryContext
 from skbqa.skb.qa import load_qa
+from skbqa.stores.index import load_exact_vectors
 from skbqa.stores.nodes import NodeTable
-from skbqa.stores.vectors.exact import ExactIndex
 from skbqa.strategies.sage import signals as sig
 from skbqa.strategies.sage.ann import IvfIndex, exact_top_m, recall_at_m
 from skbqa.strategies.sage.graph_build import SageBuildConfig, build_for_index, unit_rows
@@ -76,7 +76,7 @@ def ann_recall(
     out: dict[str, Any] = {"sample_per_type": sample, "neighbours": config.neighbours, "nprobe": config.nprobe}
     by_type: dict[str, Any] = {}
     for signal, directory in (("name", "name"), ("content", "document")):
-        vectors = unit_rows(ExactIndex.load(index / "vectors" / directory), members, directory)
+        vectors = unit_rows(load_exact_vectors(index / "vectors" / directory), members, directory)
         for group in sig.type_groups(local_types):
             if group.size < 2:
                 continue
