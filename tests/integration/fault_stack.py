@@ -33,14 +33,16 @@ from tests.integration.fault_matrix import Call
 QUESTIONS = [json.loads(line)["question"] for line in (SAMPLE_BUNDLE / "qa.jsonl").read_text().splitlines()]
 
 
-def durable_stack(index: Path, directory: Path) -> LocalStack:
-    """A started stack on a durable broker (s3 storage on moto); the caller stops it with `down()`."""
+def durable_stack(index: Path, directory: Path, broker_storage: str = "s3") -> LocalStack:
+    """A started stack, by default on a durable broker (s3 storage on moto); the caller stops it with `down()`.
+    Faults that leave the broker running can take ``broker_storage="memory"``: moto serves every fetch of every
+    consumer as object-store listings and reads, which on two cores stalls fetches for tens of seconds."""
     options = StackOptions(
         index=index,
         directory=directory,
         gateway_port=0,
         ray=False,  # restarts in these tests should take seconds; Ray Serve is covered by test_distributed_stack
-        broker_storage="s3",
+        broker_storage=broker_storage,
         request_timeout_s=150.0,  # long enough to see a request through a broker restart and group rejoins
     )
     running = LocalStack(options)

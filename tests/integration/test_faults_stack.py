@@ -1,20 +1,17 @@
-"""Faults of the distributed stack's workers, with real processes (tansu on durable s3 storage served by moto, Triton, one
-process per service): kill -9 of each stage worker with requests certainly in flight, and the parser service's
+"""Faults of the distributed stack's workers, with real processes (tansu, Triton, one process per service; the broker
+keeps running, so it runs on memory storage): kill -9 of each stage worker with requests certainly in flight, and the parser service's
 LLM endpoint slow or down. (The broker crash, the poison message and the encoder server lost are in
 test_faults_broker.py.)
 
-kill -9, made to hit work in flight rather than a fixed moment: the target worker is frozen (SIGSTOP) until all 16
-requests wait at its input, then resumed, and frozen again every few milliseconds until it has published the
-output of at least one request whose input offset is not committed yet (its ``ok`` counter ahead of its group's
-committed offsets) — then SIGKILLed while frozen. The test then checks that those requests were redelivered to the
+kill -9 with work certainly in flight: the target worker is frozen (SIGSTOP) until all 16 requests wait at its
+input, then resumed with its commit held (the worker's fault-injection file, serving/worker.py), so that once its
+``ok`` counter moves it has published outputs whose input offsets are not committed — then SIGKILLed. The test then checks that those requests were redelivered to the
 restarted replica (it processes exactly what was uncommitted), that the copies of outputs already published were
 dropped downstream as duplicates, and that every client got exactly one final answer, the embedded ranking.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import signal
 import time
 from contextlib import suppress
@@ -43,11 +40,6 @@ pytestmark = [
     pytest.mark.kafka,
     pytest.mark.triton,
     pytest.mark.timeout(900),
-    # moto (the durable broker's object store) comes with skbqa[kafka]: on CI its absence must fail, not skip.
-    pytest.mark.skipif(
-        importlib.util.find_spec("moto") is None and not os.environ.get("CI"),
-        reason="the durable broker needs moto: pip install 'skbqa[kafka]'",
-    ),
 ]
 
 ROLES = ["parser", "symbols", "grounding", "ranking", "reranker"]
@@ -62,10 +54,20 @@ SERVICES = [*(f"{role}-0" for role in ROLES), "gateway-0"]
 
 
 @pytest.fixture(scope="module")
-def stack(biomed_sample_engine, tmp_path_factory):
-    running = durable_stack(biomed_sample_engine.stores.directory, tmp_path_factory.mktemp("fault-stack"))
-    yield running
-    running.down()
+def fault_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("faults")
+
+
+@pytest.fixture(scope="module")
+def stack(biomed_sample_engine, tmp_path_factory, fault_dir):
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("SKBQA_FAULT_DIR", str(fault_dir))  # every service process (and restart) inherits it
+        # The broker keeps running through these faults, so its storage needs no durability (see durable_stack).
+        running = durable_stack(
+            biomed_sample_engine.stores.directory, tmp_path_factory.mktemp("fault-stack"), broker_storage="memory"
+        )
+        yield running
+        running.down()
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +90,9 @@ def _wait_for(check, timeout_s: float, what: str) -> None:
 
 
 @pytest.mark.parametrize("role", ROLES)
-def test_kill_9_of_a_stage_worker_with_work_in_flight_loses_no_request(stack, expected, bus, role) -> None:
+def test_kill_9_of_a_stage_worker_with_work_in_flight_loses_no_request(
+    stack, expected, bus, fault_dir, role
+) -> None:
     name, group, topic = f"{role}-0", f"skbqa-{role}", INPUT[role]
     questions = QUESTIONS[:16]
 
@@ -96,8 +100,8 @@ def test_kill_9_of_a_stage_worker_with_work_in_flight_loses_no_request(stack, ex
         return bus.lag(group, [topic])[topic]
 
     def settled_pending(reads: int = 4, every_s: float = 0.4) -> int:
-        """The group's uncommitted count once `reads` reads in a row agree (a commit sent just before the freeze
-        lands late: a single quick read raced it once)."""
+        """The group's uncommitted count once `reads` reads in a row agree (a commit sent just before the kill
+        can land late)."""
         values = [pending()]
         while len(values) < reads or len(set(values[-reads:])) > 1:
             time.sleep(every_s)
@@ -109,23 +113,16 @@ def test_kill_9_of_a_stage_worker_with_work_in_flight_loses_no_request(stack, ex
     others = [s for s in SERVICES if s != name]
     duplicates_before = {s: messages(stack, s, "duplicate") for s in others}
     evidence: dict[str, int] = {}
+    hold = fault_dir / f"hold-commit-{role}"
 
     def fault() -> None:
         _wait_for(lambda: pending() == len(questions), 90, f"all {len(questions)} requests queued for {name}")
+        hold.touch()  # the worker now keeps each handled batch uncommitted after publishing its outputs
         signal_service(stack, name, signal.SIGCONT)
-        deadline = time.monotonic() + 60
-        while True:
-            processed = messages(stack, name, "ok") - ok_before  # outputs published (counted after publishing)
-            signal_service(stack, name, signal.SIGSTOP)
-            # A frozen worker sends no new commit, but one already on the wire can land late (tansu writes it to
-            # its object store): read the committed offsets until they have not moved for a while.
-            uncommitted = settled_pending()
-            if processed > len(questions) - uncommitted:
-                break  # outputs published whose input offsets are not committed: work in flight
-            assert time.monotonic() < deadline, f"{name} never held processed, uncommitted work"
-            signal_service(stack, name, signal.SIGCONT)
-            time.sleep(0.005)
-        stack.kill(name)  # SIGKILL (it is frozen): no clean shutdown, no commit
+        _wait_for(lambda: messages(stack, name, "ok") > ok_before, 60, f"{name} to publish an output")
+        processed = messages(stack, name, "ok") - ok_before  # outputs published (counted after publishing)
+        stack.kill(name)  # SIGKILL: no clean shutdown, no commit
+        hold.unlink()  # the restarted worker commits as usual
         evidence.update(processed_before_kill=processed, uncommitted_at_kill=settled_pending())
         evidence["committed_at_kill"] = len(questions) - evidence["uncommitted_at_kill"]
         stack.start_service(role, 0)  # its group resumes from the last commit
@@ -134,13 +131,23 @@ def test_kill_9_of_a_stage_worker_with_work_in_flight_loses_no_request(stack, ex
     try:
         calls, seconds = storm(stack, questions, fault, timeout_s=150, concurrency=len(questions))
     finally:
+        hold.unlink(missing_ok=True)
         with suppress(ProcessLookupError):
             signal_service(stack, name, signal.SIGCONT)  # never leave a frozen worker behind a failed test
     result = tally(calls, expected_by_index(questions, expected))
     lost = trace(stack, [c.request_id for c in calls if c.status is not None or not c.finals])
-    dropped = sum(messages(stack, s, "duplicate") - duplicates_before[s] for s in others)
     held = evidence["processed_before_kill"] - evidence["committed_at_kill"]
+
+    def dropped_downstream() -> int:
+        return sum(messages(stack, s, "duplicate") - duplicates_before[s] for s in others)
+
+    # every client has its answer, but the restarted worker may still be re-processing requests answered before
+    # the kill (their copies are dropped downstream): the assertions below report a shortfall with the evidence
+    with suppress(AssertionError):
+        _wait_for(lambda: messages(stack, name, "ok") >= evidence["uncommitted_at_kill"], 60, "redelivery")
+        _wait_for(lambda: dropped_downstream() >= held, 30, "the copies dropped downstream")
     redelivered = messages(stack, name, "ok")  # the restarted process counts from zero
+    dropped = dropped_downstream()
     record(
         f"kill -9 of the {role} worker holding uncommitted work, restarted",
         "the uncommitted requests redelivered to the restarted worker; every call answered once",

@@ -1,10 +1,11 @@
 """The admin side of `KafkaBus`: topic creation and consumer-group lag, over one admin client.
 
 `lag` compares each partition's end offset with the group's committed offset (the log start when the group
-never committed). Tansu 0.6 misreports the end offset (ListOffsets "latest"): it returns the base offset of the
-partition's last record batch + 1, so a final batch of n records hides n - 1 of them. `lag` therefore reads the
-last batch (one fetch from that offset, no group) and takes the last record's offset + 1; on a broker that
-reports correctly this reads one record and changes nothing.
+never committed). Tansu 0.6 misreports the end offset (ListOffsets "latest"): on memory storage it returns the
+base offset of the partition's last record batch + 1, so a final batch of n records hides n - 1 of them, and on
+s3 storage it can lag the log by several batches. A Fetch response's high watermark is right on both, so `lag`
+fetches once per partition (no group) from the reported end - 1 and takes the larger of the two; on a broker
+that reports correctly this reads one record and changes nothing.
 """
 
 from __future__ import annotations
@@ -124,37 +125,47 @@ class KafkaAdminSide(KafkaClientBase):
         return result
 
     def _true_end_offsets(self, reported: dict[Any, int]) -> dict[Any, int]:
-        """Correct Tansu's end offsets (see the module doc): read from the reported end - 1, which is the last
-        batch's base offset on Tansu and the last record on a correct broker, and take the last offset + 1."""
-        probe_at = {tp: end - 1 for tp, end in reported.items() if end > 0}
-        if not probe_at:
-            return reported
+        """Correct Tansu's end offsets (see the module doc) with one fetch per partition from the reported end - 1:
+        the fetch response's high watermark, or the last record's offset + 1 when a broker leaves it unset."""
         ends = dict(reported)
+        if not reported:
+            return ends
         with self._probe_lock:
-            if self._probe is None:
-                self._probe = _kafka().KafkaConsumer(
-                    bootstrap_servers=self._servers,
-                    **self._security,
-                    client_id=f"{self.client_id}-lag",
-                    group_id=None,
-                    enable_auto_commit=False,
-                    fetch_max_wait_ms=50,
-                    max_poll_records=1_000_000,
-                    bootstrap_timeout_ms=self._connect_timeout_ms,
-                )
-            probe = self._probe
-            probe.assign(list(probe_at))
-            for tp, offset in probe_at.items():
-                probe.seek(tp, offset)
-            pending = set(probe_at)
+            probe = self._probe_client()
+            probe.unsubscribe()  # a fresh assignment forgets the previous call's high watermarks
+            probe.assign(list(reported))
+            for tp, end in reported.items():
+                probe.seek(tp, max(0, end - 1))
+            pending = set(reported)
             deadline = time.monotonic() + _PROBE_TIMEOUT_S
             while pending and time.monotonic() < deadline:
-                for tp, records in probe.poll(timeout_ms=200).items():
+                fetched = probe.poll(timeout_ms=200)
+                for tp in list(pending):
+                    records = fetched.get(tp) or []
                     if records:
                         ends[tp] = max(ends[tp], records[-1].offset + 1)
+                    highwater = probe.highwater(tp)
+                    if highwater is not None:
+                        ends[tp] = max(ends[tp], highwater)
+                        pending.discard(tp)
+                    elif records:
                         pending.discard(tp)
             if pending:
                 logger.warning(
-                    "lag: could not read the last batch of %d partitions; end offsets may be low", len(pending)
+                    "lag: could not read the end of %d partitions; end offsets may be low", len(pending)
                 )
         return ends
+
+    def _probe_client(self) -> Any:
+        if self._probe is None:
+            self._probe = _kafka().KafkaConsumer(
+                bootstrap_servers=self._servers,
+                **self._security,
+                client_id=f"{self.client_id}-lag",
+                group_id=None,
+                enable_auto_commit=False,
+                fetch_max_wait_ms=50,
+                max_poll_records=1_000_000,
+                bootstrap_timeout_ms=self._connect_timeout_ms,
+            )
+        return self._probe

@@ -14,6 +14,7 @@ from grpc_reflection.v1alpha import reflection
 from skbqa.serving.decoding import RequestDecodingInterceptor
 from skbqa.serving.gateway.call_guard import CallGuardInterceptor, ClientIdentifier
 from skbqa.serving.gateway.limits import ClientLimiter, ClientLimits
+from skbqa.serving.health import HealthServicer
 from skbqa.serving.security import TlsSettings, TokenAuthInterceptor
 
 # Big enough that an oversized question reaches the servicer and gets INVALID_ARGUMENT with the limit in words;
@@ -104,7 +105,7 @@ def start_server(
     for add, servicer, name in registrations:
         add(servicer, server)
         names.append(name)
-    health_servicer = health.HealthServicer()
+    health_servicer = HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection((*names, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
     address = f"{host}:{port}"

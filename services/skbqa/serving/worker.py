@@ -10,15 +10,21 @@
   the request goes to the dead-letter topic with its error and the client gets the error as a status.
 
 Metrics besides the stage histograms: `skbqa_inflight{service=<role>}` while a message is handled, and the group's
-lag on the input topic (`skbqa_kafka_lag`, distributed/lag.py) every `lag_interval_s` while the worker runs.
+lag on the input topic (`skbqa_kafka_lag`, serving/lag.py) every `lag_interval_s` while the worker runs.
+
+Fault injection (for durability tests, off unless ``SKBQA_FAULT_DIR`` is set): while a file named
+``hold-commit-<role>`` exists in that directory, a worker keeps a handled batch uncommitted after publishing its
+outputs, so a test can kill it with work in flight at a known moment instead of racing its commit.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections import OrderedDict
+from pathlib import Path
 
 from google.protobuf.message import DecodeError
 
@@ -88,6 +94,8 @@ class StageWorker:
             else None
         )
         self.processed = 0
+        fault_dir = os.environ.get("SKBQA_FAULT_DIR")
+        self._hold_commit_file = Path(fault_dir) / f"hold-commit-{core.role}" if fault_dir else None
         # Set once the consumer owns partitions: a service reports SERVING only then, so whoever restarts it (the
         # stack, a rolling update) waits for the group join instead of stopping a member that is still joining,
         # which would leave the group in a rebalance waiting for it (up to max_poll_interval_ms on tansu).
@@ -143,8 +151,13 @@ class StageWorker:
                 self.handle(message)
                 done.append(message)
             if done:
+                self._hold_commit_while_asked()
                 # one commit per batch, after every output of it is published (at-least-once)
                 consumer.commit(done)
+
+    def _hold_commit_while_asked(self) -> None:
+        while self._hold_commit_file is not None and self._hold_commit_file.exists() and not self._stop.is_set():
+            self._stop.wait(0.05)
 
     # ------------------------------------------------------------------------------------------------ one message
 

@@ -26,9 +26,9 @@ REQUEST_OPTIONS = (
     *PASSED_ON,
     *("head_noun", "chains", "typos", "blend"),
 )
-# The encoder parser's newer reading mechanisms and the strands' blending, each a per-request switch. They are off by
-# default until the distributed fault tests pass with them on (see docs/af.md); all off reads questions as the first
-# parser did (first type word, single edges, exact names, grounded answers always first).
+# The encoder parser's newer reading mechanisms and the strands' blending, each a per-request switch (on by default).
+# All off reads questions as the first parser did (first type word, single edges, exact names, grounded answers
+# always first): the ablation baseline.
 READING_SWITCHES = ("head_noun", "chains", "typos", "blend")
 
 
@@ -44,10 +44,10 @@ class AfConfig:
     embedding_set: str = "relations"  # document embeddings used by steps 6–7
     text_weight: float = 0.5  # steps 6–7: weight of BM25 over the question's text constraints vs cosine
     tiered: bool = True  # step 6: answers found with fewer candidates per constant rank first
-    head_noun: bool = False  # step 1: the target type from the question's head noun phrase (and type synonyms)
-    chains: bool = False  # step 3: chains through an unnamed node ("genes linked to a disease that …")
-    typos: bool = False  # step 2: names written with a one-edit typo
-    blend: bool = False  # steps 6–7: an unsure parse merges the grounded and vector strands by its confidence
+    head_noun: bool = True  # step 1: the target type from the question's head noun phrase (and type synonyms)
+    chains: bool = True  # step 3: chains through an unnamed node ("genes linked to a disease that …")
+    typos: bool = True  # step 2: names written with a one-edit typo
+    blend: bool = True  # steps 6–7: an unsure parse merges the grounded and vector strands by its confidence
 
     @property
     def grounds(self) -> bool:
