@@ -912,6 +912,7 @@ def test_fuzz_random_token_soup(text: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # 20,000 examples: 7 min alone on two cores, over 10 when they are shared
 @settings(
     max_examples=20_000, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
