@@ -22,7 +22,6 @@ from skbqa.common.errors import InvalidInputError
 from skbqa.eval.specs import parse_options, parse_value
 from skbqa.serving.gateway.backends import Waiter
 from skbqa.serving.gateway.limits import ClientLimits
-from skbqa.serving.grpc_server import MAX_WAITING_CALLS
 from skbqa.serving.settings import ServiceSettings
 from skbqa.serving.stage_service import start_stage_server
 from skbqa.serving.stages.core import StageMessage
@@ -64,29 +63,32 @@ def channel_to(port: int) -> grpc.Channel:
 
 
 def test_a_flood_from_one_client_leaves_health_and_other_clients_served() -> None:
-    """One token fills its quota with held calls, then fires 200 more at once (within the server's backstop,
-    MAX_WAITING_CALLS); health checks and another token's calls are interleaved with the flood. Every health check
-    is SERVING, every other call is answered, and every flood call is refused by the flooder's own limit — never
-    by gRPC's server-wide "Concurrent RPC limit exceeded!"."""
-    flood_size, every = 200, 8
-    assert flood_size + 2 * flood_size // every < MAX_WAITING_CALLS
+    """One token fills its quota with held calls, then fires 600 more at once over three connections (more than
+    the pool and any waiting room: 600 calls at once is what once tripped gRPC's server-wide limit); health checks
+    and another token's calls are interleaved with the flood. Every health check is SERVING, every other call is
+    answered, and every flood call is refused by the flooder's own limit — never by gRPC's server-wide
+    "Concurrent RPC limit exceeded!"."""
+    flood_size, every = 600, 24
     backend = HoldingBackend()
     running = start_api(
         backend, max_inflight=8, tokens=[b"token-a", b"token-b"], limits=ClientLimits(max_inflight=4)
     )
     try:
         with (
-            channel_to(running.port) as flood,
+            channel_to(running.port) as flood_1,
+            channel_to(running.port) as flood_2,
+            channel_to(running.port) as flood_3,
             channel_to(running.port) as other,
             channel_to(running.port) as probe,
         ):
-            flooder = api_pb2_grpc.SkbqaStub(flood)
-            held = [flooder.Ask.future(HELD, timeout=DEADLINE_S, metadata=bearer("token-a")) for _ in range(4)]
+            flooders = [api_pb2_grpc.SkbqaStub(channel) for channel in (flood_1, flood_2, flood_3)]
+            held = [flooders[0].Ask.future(HELD, timeout=DEADLINE_S, metadata=bearer("token-a")) for _ in range(4)]
             backend.wait_entered(4)
             health = health_pb2_grpc.HealthStub(probe)
             served = api_pb2_grpc.SkbqaStub(other)
             flood_calls, health_calls, other_calls = [], [], []
             for n in range(flood_size):
+                flooder = flooders[n % len(flooders)]
                 flood_calls.append(flooder.Ask.future(HELD, timeout=DEADLINE_S, metadata=bearer("token-a")))
                 if n % every == 0:
                     health_calls.append(health.Check.future(health_pb2.HealthCheckRequest(), timeout=DEADLINE_S))

@@ -133,6 +133,21 @@ def test_a_damaged_index_file_is_refused_by_name(index: Path, relative: str, how
     assert "re-run skbqa ingest" in message and "\n" not in message
 
 
+def test_loaders_of_part_of_an_index_verify_the_part_they_read(index: Path) -> None:
+    """The NebulaGraph loader reads nodes and graph, the SAGE build also two vector sets: a flipped block in what
+    they read is refused by name; damage elsewhere (BM25 here) is not theirs to refuse."""
+    from skbqa.stores.graph.nebula_loader import read_index_graph
+    from skbqa.strategies.sage.graph_build import build_for_index
+
+    damage(index / "bm25" / "bm25_types.npy", "truncate")
+    nodes, _ = read_index_graph(index)
+    assert len(nodes) > 0
+    damage(index / "graph" / "graph.npz", "flip")
+    for load in (read_index_graph, build_for_index):
+        with pytest.raises(IndexStoreError, match=r"graph\.npz: index file is damaged \(CRC-32"):
+            load(index)
+
+
 def test_a_missing_index_file_is_refused_by_name(index: Path) -> None:
     (index / "vectors" / "document" / "vectors.npz").unlink()
     with pytest.raises(IndexStoreError, match=r"vectors\.npz: index file is damaged \(file is missing\)"):

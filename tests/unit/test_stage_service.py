@@ -160,6 +160,10 @@ BAD = {
     "options not JSON": dict(options_json="{not json"),
     "options not an object": dict(options_json="[1, 2]"),
     "embedding not float32": dict(question_embedding=b"\x00\x01\x02"),
+    "unknown option name": dict(options_json='{"no_such_option": 1}'),
+    "empty option name": dict(options_json='{"": 1}'),
+    "unknown option of another strategy": dict(strategy="bm25", options_json='{"alpha": 0.5}'),
+    "option name of 100 kB": dict(options_json='{"%s": 1}' % ("x" * 100_000)),
 }
 
 
@@ -174,6 +178,7 @@ def test_bad_input_is_invalid_argument_with_one_line(stubs, role, case) -> None:
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT, (case, caught.value.details())
     details = caught.value.details()
     assert details and "\n" not in details and "Traceback" not in details
+    assert len(details) <= 400, (case, len(details))
 
 
 def test_a_bad_af_option_names_the_option(stubs) -> None:

@@ -26,11 +26,12 @@ SPARE_THREADS = 8
 # Reflection streams open at once (each holds a thread while open; beyond it RESOURCE_EXHAUSTED), with threads of
 # their own so that idle ones never take the spare threads.
 REFLECTION_STREAMS = 2
-# gRPC's own limit counts every call that holds or waits for a thread, health checks included, and refuses all of
-# them alike ("Concurrent RPC limit exceeded!"): it is only a backstop far above what the guards let run (a call
-# waiting for a thread may hold its whole message, up to MAX_MESSAGE_BYTES, so the total must stay bounded). The
-# API's limits are enforced by the guards (per client, then server-wide), which refuse at once on a spare thread.
-MAX_WAITING_CALLS = 256
+# gRPC's server-wide `maximum_concurrent_rpcs` is deliberately not set: it counts health checks with every other
+# call and refuses them alike ("Concurrent RPC limit exceeded!"), so a flood would fail the probes. A per-connection
+# stream cap (`grpc.max_concurrent_streams`) is not set either: gRPC core then answers REFUSED_STREAM to streams on
+# other connections too, health included, while one connection floods. The API's limits are enforced by the guards
+# (per client, then server-wide), which refuse at once on a pool thread, so waiting calls only ever queue for the
+# few microseconds a refusal takes; bounding connections per client is the ingress's job (docs/security.md).
 
 
 @dataclass
@@ -74,7 +75,7 @@ def start_server(
     `guard_inflight`, the call guard does (for servicers without a cap of their own, like the stage services);
     either way a call beyond it is RESOURCE_EXHAUSTED at once. The pool has a thread for each of them, for each
     reflection stream and SPARE_THREADS more, so health checks and refusals always find a thread; gRPC's own
-    limit is a backstop MAX_WAITING_CALLS above the pool. `limits`: per-client rate and concurrency
+    limit is not used (it would refuse health checks too). `limits`: per-client rate and concurrency
     (gateway/limits.py), checked before the server-wide cap. Malformed requests are INVALID_ARGUMENT
     (decoding.py)."""
     interceptors: list[grpc.ServerInterceptor] = [TokenAuthInterceptor(tokens)] if tokens else []
@@ -99,7 +100,6 @@ def start_server(
             ("grpc.max_send_message_length", 16 * 1024 * 1024),
             ("grpc.so_reuseport", 0),
         ],
-        maximum_concurrent_rpcs=threads + MAX_WAITING_CALLS,
     )
     names = []
     for add, servicer, name in registrations:

@@ -145,9 +145,10 @@ def file_checksums(directory: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def verify_files(directory: Path, manifest: Mapping[str, Any]) -> None:
-    """Every file the manifest lists has its recorded size (all checked first: cheap) and CRC-32, or
-    IndexStoreError names the first that does not. CRC-32 finds accidental damage (a truncated copy, a flipped
+def verify_files(directory: Path, manifest: Mapping[str, Any], parts: tuple[str, ...] = ()) -> None:
+    """Every file the manifest lists (under one of `parts`, e.g. "nodes", "vectors/name", when given: a loader
+    that reads only those) has its recorded size (all checked first: cheap) and CRC-32, or IndexStoreError
+    names the first that does not. CRC-32 finds accidental damage (a truncated copy, a flipped
     block), not deliberate change: whoever can rewrite a file can rewrite the manifest too."""
     files = manifest.get(FILES)
     if files is None:
@@ -159,6 +160,9 @@ def verify_files(directory: Path, manifest: Mapping[str, Any]) -> None:
         return
     started = time.perf_counter()
     entries = _checked_entries(directory, files)
+    if parts:
+        wanted = tuple(directory / part for part in parts)
+        entries = [(path, entry) for path, entry in entries if any(path.is_relative_to(top) for top in wanted)]
     for path, expected in entries:
         try:
             size = path.stat().st_size

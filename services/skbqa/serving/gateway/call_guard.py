@@ -1,8 +1,8 @@
 """A server interceptor that refuses calls beyond the limits with RESOURCE_EXHAUSTED, at once and in one line:
 per-client limits first, then the server's own in-flight cap (stage services; the gateway's servicer has its
 own, taken after this guard), so a client over its quota is refused before it holds a server-wide slot and its
-flood never takes another client's share. gRPC's own concurrency limit (`maximum_concurrent_rpcs`, which counts
-every call, health checks included) is only a far-off backstop (grpc_server.py).
+flood never takes another client's share. gRPC's own server-wide limit is not used (it would refuse health checks
+too; grpc_server.py).
 
 A client is, in order: the bearer token it authenticated with (when tokens are configured: the token
 interceptor has checked it and hands it on in the call's context), its mTLS certificate subject, or its peer

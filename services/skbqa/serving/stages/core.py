@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from skbqa.common.errors import InvalidInputError
-from skbqa.engine.answers import check_request
+from skbqa.engine.answers import check_option_names, check_request
 from skbqa.observability.metrics import get_metrics
 from skbqa.query.context import QueryContext, Strategy
 from skbqa.query.encoder import Encoder
@@ -107,6 +107,7 @@ def check_message(runtime: StageRuntime, message: StageMessage) -> None:
         raise InvalidInputError(f"options_json and notes_json must be JSON: {exc}") from None
     if not isinstance(options, dict) or not isinstance(notes, dict):
         raise InvalidInputError("options_json and notes_json must be JSON objects")
+    check_option_names(message.strategy, options)
     if len(message.question_embedding) % 4:
         raise InvalidInputError("question_embedding must be little-endian float32 values")
 

@@ -26,7 +26,7 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from skbqa.common.errors import InvalidInputError
+from skbqa.common.errors import InvalidInputError, clip
 from skbqa.models.chat import ChatMessage, ChatModel, LlmError, estimate_tokens
 from skbqa.query.context import QueryContext
 from skbqa.stages.rerank.descriptions import FittedPrompt, NodeDescriber
@@ -65,13 +65,13 @@ class LlmRerankSettings:
 def positive_seconds(value: object, what: str) -> float:
     # bool is an int, and NaN / inf would reach wait() and the socket timeout: refuse them all here.
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise InvalidInputError(f"{what} must be a positive number of seconds, got {value!r}")
+        raise InvalidInputError(f"{what} must be a positive number of seconds, got {clip(repr(value))}")
     return float(value)
 
 
 def at_least_one(value: object, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInputError(f"{what} must be an integer of at least 1, got {value!r}")
+        raise InvalidInputError(f"{what} must be an integer of at least 1, got {clip(repr(value))}")
     return value
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skbqa.common.errors import InvalidInputError
+from skbqa.common.errors import InvalidInputError, clip
 from skbqa.models.chat import ChatModel
 from skbqa.models.openai_chat import LlmSettings
 from skbqa.query.context import Candidate, QueryContext
@@ -98,7 +98,7 @@ class RayRerankerSettings:
 
 def _at_least_one(what: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInputError(f"{what} must be an integer of at least 1, got {value!r}")
+        raise InvalidInputError(f"{what} must be an integer of at least 1, got {clip(repr(value))}")
 
 
 # ------------------------------------------------------------------------------------------------ replica side

@@ -20,7 +20,7 @@ from skbqa.stores.graph.nebula_load_plan import plan_layout
 from skbqa.stores.graph.nebula_load_steps import Progress, _Loader
 from skbqa.stores.graph.nebula_session import Connection, StatementRunner, session_factory
 from skbqa.stores.graph.nebula_settings import DEFAULT_PASSWORD, DEFAULT_USER, format_addresses, parse_addresses
-from skbqa.stores.index import read_manifest
+from skbqa.stores.index import read_manifest, verify_files
 from skbqa.stores.nodes import NodeTable
 
 logger = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ WRITE_BACKOFF_S = 0.5  # doubling, capped at 8 s: 0.5 + 1 + 2 + 4 + 8 + 8 ≈ 24
 def read_index_graph(index_dir: Path | str) -> tuple[NodeTable, CsrGraph]:
     """The node table and CSR graph of an index (what `open_index` loads, without the BM25 and vector stores)."""
     directory = Path(index_dir)
-    read_manifest(directory)
+    verify_files(directory, read_manifest(directory), ("nodes", "graph"))
     try:
         return NodeTable.load(directory / "nodes"), CsrGraph.load(directory / "graph")
     except (OSError, KeyError, ValueError) as exc:

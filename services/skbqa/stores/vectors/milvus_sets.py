@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from skbqa.common.errors import IndexStoreError
-from skbqa.stores.index import EMBEDDING_SETS, IndexStores, read_manifest
+from skbqa.stores.index import EMBEDDING_SETS, IndexStores, read_manifest, verify_files
 from skbqa.stores.nodes import NodeTable
 from skbqa.stores.vectors.exact import ExactIndex
 from skbqa.stores.vectors.milvus import MilvusIndex
@@ -53,6 +53,7 @@ def load_vectors_into_milvus(
     try:
         index_dir = Path(index_dir)
         manifest = read_manifest(index_dir)
+        verify_files(index_dir, manifest, ("nodes", *(f"vectors/{name}" for name in chosen_sets)))
         dim, rows = _expected(manifest)
         node_types = NodeTable.load(index_dir / "nodes").types
         if node_types.shape[0] != rows:

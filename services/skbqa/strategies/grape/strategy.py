@@ -24,7 +24,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from skbqa.common.errors import IndexStoreError, InvalidInputError
+from skbqa.common.errors import IndexStoreError, InvalidInputError, clip
 from skbqa.query.context import Candidate, QueryContext
 from skbqa.query.encoder import Encoder
 from skbqa.query.structured import StructuredQuery
@@ -114,7 +114,9 @@ class GrapeStrategy:
     def _settings(self, options: dict[str, Any]) -> tuple[BeamConfig, bool]:
         unknown = set(options) - set(OPTIONS)
         if unknown:
-            raise InvalidInputError(f"unknown grape option(s): {', '.join(sorted(unknown))}; known: {OPTIONS}")
+            raise InvalidInputError(
+                f"unknown grape option(s): {', '.join(clip(name) for name in sorted(unknown)[:3])}; known: {OPTIONS}"
+            )
         config, fill = self.config, self.fill
         for key in ("beam", "depth", "shortlist", "patterns"):
             if key in options:

@@ -27,7 +27,7 @@ import numpy as np
 
 from skbqa.common.errors import IndexStoreError
 from skbqa.stores.graph.csr import CsrGraph
-from skbqa.stores.index import load_exact_vectors, read_manifest
+from skbqa.stores.index import load_exact_vectors, read_manifest, verify_files
 from skbqa.stores.lexicon import NameLexicon
 from skbqa.stores.nodes import NodeTable
 from skbqa.stores.vectors.exact import ExactIndex
@@ -256,6 +256,7 @@ def build_for_index(index_dir: Path | str, config: SageBuildConfig | None = None
     (nodes, KG, name and document vectors), not BM25 or the relations vectors."""
     directory = Path(index_dir)
     manifest = read_manifest(directory)
+    verify_files(directory, manifest, ("nodes", "graph", "vectors/name", "vectors/document"))
     try:
         nodes = NodeTable.load(directory / "nodes")
         graph = CsrGraph.load(directory / "graph")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from skbqa.common.errors import InvalidInputError
+from skbqa.common.errors import InvalidInputError, clip
 
 REQUEST_OPTIONS = ("strict", "l_max", "fill", "tiered", "dense_weight", "deadline_s")
 
@@ -32,7 +32,7 @@ class SparkConfig:
         unknown = set(options) - set(REQUEST_OPTIONS)
         if unknown:
             raise InvalidInputError(
-                f"unknown spark option(s): {', '.join(sorted(unknown))}; known: {', '.join(REQUEST_OPTIONS)}"
+                f"unknown spark option(s): {', '.join(clip(name) for name in sorted(unknown)[:3])}; known: {', '.join(REQUEST_OPTIONS)}"
             )
         updated = replace(self, **options)
         updated.validate()
