@@ -63,12 +63,12 @@ def channel_to(port: int) -> grpc.Channel:
 
 
 def test_a_flood_from_one_client_leaves_health_and_other_clients_served() -> None:
-    """One token fills its quota with held calls, then fires 600 more at once over three connections (more than
-    the pool and any waiting room: 600 calls at once is what once tripped gRPC's server-wide limit); health checks
-    and another token's calls are interleaved with the flood. Every health check is SERVING, every other call is
-    answered, and every flood call is refused by the flooder's own limit — never by gRPC's server-wide
-    "Concurrent RPC limit exceeded!"."""
-    flood_size, every = 600, 24
+    """One token fills its quota with held calls, then fires 3,000 more at once over three connections (six
+    times the probe's 500; far more than the pool and gRPC core's default queue of waiting calls, which sheds
+    calls of every client at random past 1,000); health checks and another token's calls are interleaved with
+    the flood. Every health check is SERVING, every other call is answered, and every flood call is refused by the
+    flooder's own limit — never by gRPC ("Concurrent RPC limit exceeded!", or CANCELLED by core's queue)."""
+    flood_size, every = 3000, 120
     backend = HoldingBackend()
     running = start_api(
         backend, max_inflight=8, tokens=[b"token-a", b"token-b"], limits=ClientLimits(max_inflight=4)

@@ -31,7 +31,13 @@ REFLECTION_STREAMS = 2
 # stream cap (`grpc.max_concurrent_streams`) is not set either: gRPC core then answers REFUSED_STREAM to streams on
 # other connections too, health included, while one connection floods. The API's limits are enforced by the guards
 # (per client, then server-wide), which refuse at once on a pool thread, so waiting calls only ever queue for the
-# few microseconds a refusal takes; bounding connections per client is the ingress's job (docs/security.md).
+# few microseconds a refusal takes; bounding connections per client is the ingress's job (SECURITY.md).
+# gRPC core keeps calls that arrived before the server took them in a queue per method and sheds them at random
+# (CANCELLED) past a soft limit (1,000 by default, up to a hard limit of 3,000), the flooder's and other
+# clients' alike; the server takes a refused call in microseconds, so a deeper queue costs little time and lets
+# a burst of that size drain instead of cancelling other clients' calls. Health is a method of its own, so its
+# queue is never the flood's.
+MAX_PENDING_CALLS = 8192
 
 
 @dataclass
@@ -99,6 +105,8 @@ def start_server(
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", 16 * 1024 * 1024),
             ("grpc.so_reuseport", 0),
+            ("grpc.server.max_pending_requests", MAX_PENDING_CALLS),
+            ("grpc.server.max_pending_requests_hard_limit", 2 * MAX_PENDING_CALLS),
         ],
     )
     names = []
