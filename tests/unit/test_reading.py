@@ -98,3 +98,43 @@ def test_every_switch_off_is_accepted_per_request(biomed_sample_engine: Embedded
         "Which genes are associated with preeclampsia?", strategy="af", options=options
     )
     assert answer.items
+
+
+def test_a_head_noun_before_a_type_word_names_the_answer(biomed_sample_engine: EmbeddedEngine) -> None:
+    """ "conditions" is no type word, "genes" is: the head noun still decides, and "genes" becomes the node on
+    the way (the synonym comes from how the disease nodes describe themselves and the encoder, together)."""
+    parsed = parse(biomed_sample_engine, "Conditions connected to genes involved in kidney development?")
+    assert parsed.target_type == "disease"
+    assert (
+        parse(
+            biomed_sample_engine, "Conditions connected to genes involved in kidney development?", OFF
+        ).target_type
+        == "gene"
+    )
+
+
+def test_an_opener_does_not_hide_the_head_noun(biomed_sample_engine: EmbeddedEngine) -> None:
+    parsed = parse(biomed_sample_engine, "I'm looking for the genes involved in kidney development.")
+    assert parsed.target_type == "gene"
+    assert edges(parsed) == {("y", "gene_participates_in_biological_process", "c1")}
+
+
+def test_a_chain_between_nodes_of_the_answers_own_type(biomed_sample_engine: EmbeddedEngine) -> None:
+    """Process → process → process: "something that is part of X" is an unnamed node one part_of hop from X."""
+    parsed = parse(
+        biomed_sample_engine, "processes that negatively regulate something that is part of nephron development"
+    )
+    assert edges(parsed) == {("m1", "part_of", "c1"), ("y", "negatively_regulates", "m1")}
+    plain = parse(biomed_sample_engine, "which processes are part of nephron development?")
+    assert edges(plain) == {("y", "part_of", "c1")}  # no unnamed node where the words name none
+
+
+def test_a_sub_prefixed_noun_is_a_hierarchy_hop(biomed_sample_engine: EmbeddedEngine) -> None:
+    parsed = parse(biomed_sample_engine, "diseases showing a subtype of hypogonadism")
+    assert parsed.symbols["m1"].type == "phenotype"
+    assert ("m1", "is_a", "c1") in edges(parsed)
+
+
+def test_a_phrase_after_the_constant_does_not_turn_the_edge_around(biomed_sample_engine: EmbeddedEngine) -> None:
+    parsed = parse(biomed_sample_engine, "list the direct subtypes of Hypogonadism in HPO")
+    assert edges(parsed) == {("y", "is_a", "c1")}

@@ -20,7 +20,7 @@ from skbqa.stages.parse.chains import INVERSE_WORDS, ChainReader, chain_phrases,
 from skbqa.stages.parse.constants import Constant
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
 from skbqa.stages.parse.relations import RelationChooser, RelationOption
-from skbqa.stages.parse.type_mentions import TypeMention, TypeVocabulary
+from skbqa.stages.parse.type_mentions import PREPOSITIONS, TypeMention, TypeVocabulary
 from skbqa.stores.index import IndexStores
 
 TARGET = "y"
@@ -95,7 +95,7 @@ class QueryAssembler:
                 by_type.append((type_name, nodes, options))
             plan = _Plan(constant, self._phrase(text, constant), by_type, clause, inner, left)
             plans.append(plan)
-            if chains and (inner or len(content_words(clause[0])) >= 2):
+            if chains and (inner or content_words(clause[0])):
                 wanted.update(chain_phrases(clause[0], clause[1], [(m.start - left, m.end - left) for m in inner]))
         # Phrases are embedded only for constants whose relation is ambiguous (several options), in one call.
         ambiguous = [i for i, plan in enumerate(plans) if sum(len(o) for _, _, o in plan.by_type) > 1]
@@ -164,6 +164,9 @@ class QueryAssembler:
         part"); otherwise the answer is ("… that cite X", "… that are subtypes of X")."""
         before_words, after_words = self._clause_words(text, constant)
         before = [w for w in before_words if w not in ("the", "a", "an")]
+        # "… subtypes of X in GO": a prepositional phrase after the constant is no clause of which X is subject.
+        if after_words and after_words[0] in PREPOSITIONS:
+            after_words = []
         after = [w for w in after_words if w not in FUNCTION_WORDS and w not in _CLAUSE_TAIL]
         # "… regulated by X": X is the agent of a passive verb, so the source of the edge.
         passive = bool(before and before[-1] == "by")

@@ -25,7 +25,7 @@ from skbqa.query.encoder import Encoder
 from skbqa.skb.schema import EdgeType, Schema
 from skbqa.stages.parse.question_text import FUNCTION_WORDS
 from skbqa.stages.parse.relations import Hop, RelationOption, edge_text, stems
-from skbqa.stages.parse.type_mentions import TypeMention
+from skbqa.stages.parse.type_mentions import TypeMention, noun_lemma
 from skbqa.stores.graph.base import Direction, GraphStore
 
 LEXICAL_WEIGHT = 1.0
@@ -34,7 +34,7 @@ HIERARCHY_MARGIN = (
     0.15  # how much worse than the best single edge the rest of a hierarchy reading may name its edge
 )
 AMBIGUITY_MARGIN = 0.05  # two edges of a hop this close both stay possible
-MIN_HIERARCHY_COSINE = 0.35
+MIN_HIERARCHY_COSINE = 0.2
 # The broader or containing end of a relation, in English: "parents of X", "processes containing X".
 INVERSE_WORDS = frozenset(
     {"parent", "parents", "superclass", "superclasses", "supertype", "supertypes", "ancestor", "ancestors",
@@ -42,8 +42,11 @@ INVERSE_WORDS = frozenset(
      "comprises", "encompassing", "encompasses", "whole", "wholes"}
 )  # fmt: skip
 CONTENT_MIN_CHARS = 3
-# Determiners that introduce an unnamed node ("a part of", "some subtype of", "a particular kind of").
-INDEFINITE = frozenset({"a", "an", "some", "any", "one", "certain", "particular"})
+# Words that introduce an unnamed node ("a part of", "some subtype of", "something that is part of", "the direct
+# subtypes of").
+INDEFINITE = frozenset(
+    {"a", "an", "some", "any", "one", "certain", "particular", "the", "something", "anything", "those", "its"}
+)
 
 
 @dataclass(frozen=True)
@@ -72,7 +75,10 @@ class ChainReader:
         self._schema = schema
         self._encoder = encoder
         self._edges = list(schema.edge_types)
-        self._edge_stems = {id(e): stems(edge_text(e)) for e in self._edges}
+        # A type's name inside an edge's name ("gene_located_in_cellular_*component*") is no evidence for that
+        # edge: "located in *a component* of X" names a hierarchy hop, not the answer's edge twice.
+        type_stems = set().union(*(stems(t.name.replace("_", " ")) for t in schema.node_types))
+        self._edge_stems = {id(e): stems(edge_text(e)) - type_stems for e in self._edges}
         self._edge_vectors: dict[int, np.ndarray] | None = None
 
     def _vectors(self) -> dict[int, np.ndarray]:
@@ -149,24 +155,20 @@ class ChainReader:
     ) -> RelationOption | None:
         """The chain answer –(left words)– node of the constant's type –(hierarchy words)– constant, when it
         explains the clause clearly better than any single edge between the two types."""
-        if not self.between(constant_type, constant_type) or constant_type == target_type:
+        if not self.between(constant_type, constant_type):
             return None
+        same_type = constant_type == target_type
         whole = encode.get(" ".join(before))
         single = max((self.score(before, e, whole) for e in self.between(target_type, constant_type)), default=0.0)
         best: RelationOption | None = None
         for cut in range(1, len(before)):
             left, right = before[:cut], before[cut:]
-            if right[0] not in INDEFINITE or not content_words(left) or not content_words(right):
+            if right[0] not in INDEFINITE or not content_words(right) or (same_type and not content_words(left)):
                 continue  # an unnamed node is introduced as one: "located in *a part of* X", not "take part in X"
             right_vector = encode.get(" ".join(right))
-            far = Part(tuple(right), far_is_subject(right))
-            hierarchy: list[tuple[float, Hop]] = []
-            for edge in self.between(constant_type, constant_type):
-                lexical, cosine = self.evidence(right, edge, right_vector)
-                hop = Hop(edge, far.far_is_subject)
-                if (lexical > 0 or cosine >= MIN_HIERARCHY_COSINE) and _exists(graph, constant_nodes, hop):
-                    hierarchy.append((LEXICAL_WEIGHT * lexical + COSINE_WEIGHT * cosine, hop))
-            hierarchy.sort(key=lambda item: -item[0])
+            hierarchy = self._hierarchy_hops(
+                right, constant_type, target_type, right_vector, graph, constant_nodes
+            )
             to_answer = self.hop(target_type, constant_type, Part(tuple(left), False), encode.get(" ".join(left)))
             if not hierarchy or not to_answer:
                 continue
@@ -174,8 +176,42 @@ class ChainReader:
             # to the answer about as well as the whole clause names a single edge.
             score = hierarchy[0][0] + to_answer[0][0]
             if to_answer[0][0] >= single - HIERARCHY_MARGIN and (best is None or score > best.score):
-                best = RelationOption((hierarchy[0][1], to_answer[0][1]), constant_type, score)
+                best = RelationOption(
+                    (hierarchy[0][1], to_answer[0][1]), constant_type, score, any_edge=_close(hierarchy)
+                )
         return best
+
+    def _hierarchy_hops(
+        self,
+        words: list[str],
+        constant_type: str,
+        target_type: str,
+        vector: np.ndarray | None,
+        graph: GraphStore,
+        constant_nodes: np.ndarray,
+    ) -> list[tuple[float, Hop]]:
+        """Edges among the constant's type that the words name, best first: by a shared stem, or by a cosine that
+        is both fair in itself and above the words' cosine to every edge between answer and constant (so "a part
+        of" reads as part_of, while "associated with" stays the answer's own edge)."""
+        if vector is None:
+            return []
+        vectors = self._vectors()
+        rival = max(
+            (float(vectors[id(e)] @ vector) for e in self.between(target_type, constant_type)), default=0.0
+        )
+        far = Part(tuple(words), far_is_subject(words))
+        # English "sub-" before a noun ("a *sub*process of", "a *sub*type of") names a narrower node of the same
+        # kind: a hierarchy hop, whichever edge the rest of the words fit best.
+        narrower = any(w.startswith("sub") and noun_lemma(w[3:]) is not None for w in content_words(words))
+        found: list[tuple[float, Hop]] = []
+        for edge in self.between(constant_type, constant_type):
+            lexical, cosine = self.evidence(words, edge, vector)
+            hop = Hop(edge, far.far_is_subject)
+            named = lexical > 0 or narrower or (cosine >= MIN_HIERARCHY_COSINE and cosine > rival)
+            if named and _exists(graph, constant_nodes, hop):
+                found.append((LEXICAL_WEIGHT * lexical + COSINE_WEIGHT * cosine, hop))
+        found.sort(key=lambda item: -item[0])
+        return found
 
 
 def chain_phrases(before: list[str], after: list[str], mentions: Sequence[tuple[int, int]]) -> list[str]:

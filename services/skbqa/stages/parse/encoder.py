@@ -30,8 +30,9 @@ from skbqa.stages.parse.constants import FUZZY_MIN_COSINE, Constant, ConstantSpo
 from skbqa.stages.parse.cues import TextCue, claim_text_cues
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
 from skbqa.stages.parse.relations import RelationChooser
-from skbqa.stages.parse.type_mentions import TypeVocabulary, choose_target
+from skbqa.stages.parse.type_mentions import TypeVocabulary, choose_target, heads_question
 from skbqa.stages.parse.type_synonyms import TypeSynonyms
+from skbqa.stages.parse.type_word_usage import TypeWordUsage
 from skbqa.stores.index import IndexStores
 from skbqa.stores.lexicon import NameLexicon
 
@@ -60,7 +61,8 @@ class EncoderParser:
         self._schema = stores.nodes.schema
         self._lexicon = lexicon
         self._types = TypeVocabulary(self._schema)
-        self._synonyms = TypeSynonyms(self._schema)
+        self._synonyms = TypeSynonyms(self._schema, self._word_usage)
+        self._usage: TypeWordUsage | None = None
         self._spot_attributes = attribute_spotter
         self._guess_target_type = guess_target_type
         self._chooser: RelationChooser | None = None
@@ -74,7 +76,14 @@ class EncoderParser:
                 self._chooser = RelationChooser(self._schema, encoder)
             return self._chooser
 
+    def _word_usage(self) -> TypeWordUsage:
+        with self._lock:
+            if self._usage is None:
+                self._usage = TypeWordUsage(self._stores.nodes)
+            return self._usage
+
     def warm(self, encoder: Encoder) -> None:
+        self._word_usage()
         self._relations(encoder).warm()
         self._assembler.warm(encoder)
         self._constants.warm()
@@ -139,16 +148,25 @@ class EncoderParser:
         mentions = self._types.mentions(text)
         spans = self._constants.name_spans(text) if head_noun else []
         chosen = choose_target(text, mentions, spans) if head_noun else (mentions[0] if mentions else None)
-        if chosen is not None:
+        head = self._synonyms.head_noun(text, spans) if head_noun else None
+        if chosen is not None and (
+            not head_noun
+            or heads_question(text, chosen, spans)
+            or (head is not None and head.start == chosen.start)
+        ):
             text.claim(chosen.start, chosen.end, "target")
             return chosen.type_name, "word"
-        head = self._synonyms.head_noun(text, spans) if head_noun else None
-        if head is not None:
+        # A head noun that is not a type word comes before the type words further on: "*conditions* associated
+        # with genes located in …" asks for diseases, not genes.
+        if head is not None and (chosen is None or head.start < chosen.start):
             synonym = self._synonyms.type_of(text, head, query.encoder)
             if synonym is not None:
                 text.claim(head.start, head.end, "target")
                 warnings.append(f"target type {synonym!r} read from {text.span_text(head.start, head.end)!r}")
                 return synonym, "synonym"
+        if chosen is not None:
+            text.claim(chosen.start, chosen.end, "target")
+            return chosen.type_name, "word"
         if self._guess_target_type is None:
             return None, "none"
         guessed = self._guess_target_type(query)

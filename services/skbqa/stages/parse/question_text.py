@@ -98,7 +98,7 @@ FUNCTION_WORDS = frozenset(
         "please",
         "also",
         "both",
-        'either".',
+        "either",
     ]
 )
 

@@ -154,6 +154,12 @@ def choose_target(
     return mentions[best[1]] if best is not None else None
 
 
+def heads_question(text: QuestionText, mention: TypeMention, name_spans: Sequence[tuple[int, int]]) -> bool:
+    """Whether the mention is the question's head noun phrase (after a question word or first, and neither the
+    object of a preposition nor a word typing a name), rather than a type word further on."""
+    return target_score(text, mention, name_spans) >= 1.0
+
+
 def target_score(text: QuestionText, mention: TypeMention, name_spans: Sequence[tuple[int, int]]) -> float:
     before = _words_before(text, mention.start, 3)
     score = 0.0

@@ -1,15 +1,17 @@
 """The target type from a head noun that is not a type name ("which *disorders* …", "what *traits* …").
 
-Two signals, both from the loaded schema: the noun is a word of exactly one type's description (a curator who
-writes "a phenotypic abnormality, mode of inheritance …" names what users call it), or the encoder puts the noun
-close to one type's name and clearly closer than to any other. A generic noun ("entities", "things") names no type.
+Three signals, all from the loaded index: the noun is a word of exactly one type's description (a curator who
+writes "a phenotypic abnormality, mode of inheritance …" names what users call it); how close the encoder puts the
+noun to each type's name; and how much more often one type's nodes use the noun of themselves (`TypeWordUsage`).
+The last two are combined as independent evidence (a product of the two distributions), so a type is taken when
+they agree, or when one is sure and the other does not object. A generic noun ("entities", "things") names no type.
 """
 
 from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,10 +19,14 @@ import numpy as np
 from skbqa.query.encoder import Encoder
 from skbqa.skb.schema import Schema
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
-from skbqa.stages.parse.type_mentions import QUESTION_WORDS, noun_lemma
+from skbqa.stages.parse.type_mentions import QUESTION_WORDS, noun_forms, noun_lemma
+from skbqa.stages.parse.type_word_usage import TypeWordUsage
 
-MIN_NAME_COSINE = 0.55
-MIN_MARGIN = 0.08
+# The encoder's cosines to the type names become a distribution at this temperature: a lead of 0.1 in cosine is
+# worth a factor of e² ≈ 7.
+NAME_TEMPERATURE = 0.05
+MIN_POSTERIOR = 0.6  # the combined evidence must put this much on one type
+MIN_NOUN_CHARS = 3  # "I'm looking for …": a letter or a contraction's tail is no head noun
 GENERIC_NOUNS = frozenset(
     {"entity", "entities", "thing", "things", "item", "items", "one", "ones", "entry", "entries", "node", "nodes",
      "result", "results", "answer", "answers", "record", "records", "object", "objects", "kind", "kinds", "type",
@@ -37,7 +43,10 @@ class HeadNoun:
 
 
 class TypeSynonyms:
-    def __init__(self, schema: Schema) -> None:
+    def __init__(self, schema: Schema, usage: Callable[[], TypeWordUsage] | None = None) -> None:
+        """`usage`: the index's word usage per type, built on first need (None: the encoder and descriptions
+        only)."""
+        self._usage = usage
         self._names = [t.name for t in schema.node_types]
         self._name_texts = [t.name.replace("_", " ").replace("/", " or ") for t in schema.node_types]
         self._described = self._description_words(schema)
@@ -69,7 +78,14 @@ class TypeSynonyms:
         """The answer's noun after a question word: in the words up to the next function word or name, the first
         plural noun ("which OMIM-catalogued *disorders* …", "what phenotypic *abnormalities* …"), else the first
         noun."""
-        inside = {i for s, e in name_spans for i in range(s, e)}
+        # A one-word name written in lower case that English reads as a noun ("which *traits* …" where some gene
+        # has the alias TRAITS) is the question's noun, not a name.
+        inside = {
+            i
+            for s, e in name_spans
+            if not (e - s == 1 and text.tokens[s].text.islower() and noun_lemma(text.tokens[s].lower))
+            for i in range(s, e)
+        }
         words = text.words(0, len(text))
         for i, word in [(-1, ""), *enumerate(words)]:  # the question may open with its noun phrase
             if i >= 0 and (word not in QUESTION_WORDS or text.claimed[i] is not None):
@@ -86,7 +102,11 @@ class TypeSynonyms:
                 and (end == j or not text.boundary_before(end))
             ):
                 end += 1
-            nouns = [(k, lemma) for k in range(j, end) if (lemma := noun_lemma(words[k])) is not None]
+            nouns = [
+                (k, lemma)
+                for k in range(j, end)
+                if len(words[k]) >= MIN_NOUN_CHARS and (lemma := noun_lemma(words[k])) is not None
+            ]
             plural = [(k, lemma) for k, lemma in nouns if lemma != words[k]]
             chosen = plural[0] if plural else (nouns[0] if nouns else None)
             if chosen is not None:
@@ -100,13 +120,17 @@ class TypeSynonyms:
         if len(described) == 1:
             return next(iter(described))
         vector = encoder.encode([text.span_text(head.start, head.end)])[0]
-        scores = self._type_vectors(encoder) @ vector
-        order = np.argsort(-scores)
-        best = float(scores[order[0]])
-        second = float(scores[order[1]]) if len(order) > 1 else -1.0
-        if best >= MIN_NAME_COSINE and best - second >= MIN_MARGIN:
-            return self._names[int(order[0])]
-        return None
+        cosines = self._type_vectors(encoder) @ vector
+        by_name = np.exp((cosines - cosines.max()) / NAME_TEMPERATURE)
+        evidence = by_name / by_name.sum()
+        usage = self._usage().shares(noun_forms(head.lemma)) if self._usage is not None else None
+        if usage is not None:
+            evidence = evidence * usage
+            if not evidence.any():
+                return None
+            evidence = evidence / evidence.sum()
+        best = int(np.argmax(evidence))
+        return self._names[best] if evidence[best] >= MIN_POSTERIOR else None
 
     def _type_vectors(self, encoder: Encoder) -> np.ndarray:
         with self._lock:
