@@ -138,3 +138,29 @@ def test_a_sub_prefixed_noun_is_a_hierarchy_hop(biomed_sample_engine: EmbeddedEn
 def test_a_phrase_after_the_constant_does_not_turn_the_edge_around(biomed_sample_engine: EmbeddedEngine) -> None:
     parsed = parse(biomed_sample_engine, "list the direct subtypes of Hypogonadism in HPO")
     assert edges(parsed) == {("y", "is_a", "c1")}
+
+
+def test_two_type_words_on_the_way_make_a_chain_through_two_nodes(biomed_sample_engine: EmbeddedEngine) -> None:
+    """phenotype ← disease ← gene → component: no schema path of one or two hops joins the ends."""
+    parsed = parse(
+        biomed_sample_engine, "Which phenotypes appear in diseases tied to genes found in the Golgi membrane?"
+    )
+    assert parsed.target_type == "phenotype"
+    types = {name: symbol.type for name, symbol in parsed.symbols.items()}
+    assert types == {"y": "phenotype", "c1": "cellular_component", "m1": "gene", "m1_2": "disease"}
+    assert {(t.head, t.tail) for t in parsed.triplets} == {("m1", "c1"), ("m1", "m1_2"), ("m1_2", "y")}
+
+
+def test_a_name_of_the_answers_own_type_is_the_answer(biomed_sample_engine: EmbeddedEngine) -> None:
+    """No edge joins two genes: "which gene is also called ACTSA" asks for that gene, not a detour."""
+    parsed = parse(biomed_sample_engine, "which gene is also called ACTSA?")
+    assert parsed.triplets == []
+    assert parsed.symbols["y"].names == ("ACTSA",)
+    top = biomed_sample_engine.ask("which gene is also called ACTSA?", strategy="af", k=3).items[0]
+    assert top.name == "actin alpha 2, smooth muscle"
+
+
+def test_kinds_of_a_name_are_narrower_nodes_of_its_type(biomed_sample_engine: EmbeddedEngine) -> None:
+    parsed = parse(biomed_sample_engine, "what kinds of hypogonadism are recorded?")
+    assert parsed.target_type == "phenotype"
+    assert edges(parsed) == {("y", "is_a", "c1")}

@@ -33,7 +33,15 @@ class GroundStep:
                 strict=config.strict,
             )
             target_set = ranked.get(parsed.target)
-            if not scope.grounded and target_set is not None:
+            target = parsed.symbols.get(parsed.target)
+            if not scope.grounded and target_set is not None and target is not None and target.is_constant:
+                # The answer is named itself ("which gene goes by the alias X"): its candidates in their ranked
+                # order (exact names first), each its own level, so the best-named comes first.
+                _, first = np.unique(target_set, return_index=True)
+                ordered = target_set[np.sort(first)]
+                levels = np.arange(1, ordered.size + 1)
+                scope = ScopeResult(True, ordered, 0.0, 0, [], None, "the answer is named", levels)
+            elif not scope.grounded and target_set is not None:
                 # Attribute filters alone narrowed the target ("genes on chromosome 17 that mention X").
                 ordered = np.unique(target_set)
                 scope = ScopeResult(

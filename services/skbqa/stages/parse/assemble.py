@@ -106,21 +106,21 @@ class QueryAssembler:
         for index, plan in enumerate(plans):
             name = f"c{index + 1}"
             best: tuple[float, str, RelationOption] | None = None
-            chained: tuple[float, str, RelationOption, TypeMention | None] | None = None
+            chained: tuple[float, str, RelationOption, tuple[TypeMention, ...]] | None = None
             for type_name, nodes, options in plan.by_type:
-                for mention in plan.inner:
-                    found = reader.via_mention(
-                        plan.clause, mention, mention.start - plan.left, target_type, type_name, encoded,
-                        self._stores.graph, nodes,
+                for mentions in _mention_runs(plan.inner):
+                    found = reader.via_mentions(
+                        plan.clause, mentions, [m.start - plan.left for m in mentions], target_type, type_name,
+                        encoded, self._stores.graph, nodes,
                     )  # fmt: skip
-                    if found is not None and (chained is None or found.score > chained[0]):
-                        chained = (found.score, type_name, found, mention)
+                    if found is not None and (chained is None or _longer_or_better(found, chained)):
+                        chained = (found.score, type_name, found, mentions)
                 if chains and chained is None and options:
                     found = reader.hierarchy(
                         plan.clause[0], target_type, type_name, encoded, self._stores.graph, nodes
                     )
                     if found is not None:
-                        chained = (found.score, type_name, found, None)
+                        chained = (found.score, type_name, found, ())
                 ranked = chooser.rank(
                     options, plan.phrase, phrase_vectors.get(index), graph=self._stores.graph, constant_nodes=nodes
                 )
@@ -128,8 +128,8 @@ class QueryAssembler:
                     best = (ranked[0].score, type_name, ranked[0])
             if chained is not None:
                 _, type_name, option, used = chained
-                if used is not None:
-                    text.claim(used.start, used.end, "via")
+                for mention in used:
+                    text.claim(mention.start, mention.end, "via")
                 best = (chained[0], type_name, option)
             if best is None:
                 # Nothing in the schema links this name to the answer: keep its words for ranking instead.
@@ -137,14 +137,25 @@ class QueryAssembler:
                 warnings.append(f"{plan.constant.surface!r} cannot be related to a {target_type}: used as text")
                 continue
             _, type_name, option = best
+            if (
+                chained is None
+                and plan.constant.exact
+                and type_name == target_type
+                and option.vias
+                and not chooser.links_itself(type_name)
+            ):
+                # "Which gene goes by the alias X?": a name of the answer's own type that no edge of that type
+                # links to others is the answer itself, not the start of a detour through some other type.
+                parsed.symbols[TARGET] = Symbol(TARGET, target_type, (plan.constant.surface,))
+                warnings.append(f"{plan.constant.surface!r} names the answer itself")
+                continue
             left, right = text.clause(plan.constant.start, plan.constant.end)
             text.relation_tokens.update(i for i in range(left, right) if text.claimed[i] is None)
             parsed.symbols[name] = Symbol(name, type_name, (plan.constant.surface,))
-            via = None
-            if option.via is not None:
-                via = f"m{index + 1}"
-                parsed.symbols[via] = Symbol(via, option.via)
-            parsed.triplets.extend(option.triplets(name, TARGET, via))
+            vias = [f"m{index + 1}" + ("" if k == 0 else f"_{k + 1}") for k in range(len(option.vias))]
+            for via, via_type in zip(vias, option.vias, strict=True):
+                parsed.symbols[via] = Symbol(via, via_type)
+            parsed.triplets.extend(option.triplets(name, TARGET, vias))
         return parsed
 
     def _clause_words(self, text: QuestionText, constant: Constant) -> tuple[list[str], list[str]]:
@@ -170,10 +181,32 @@ class QueryAssembler:
         after = [w for w in after_words if w not in FUNCTION_WORDS and w not in _CLAUSE_TAIL]
         # "… regulated by X": X is the agent of a passive verb, so the source of the edge.
         passive = bool(before and before[-1] == "by")
-        subject = bool(before and before[-1] in _RELATIVE_PRONOUNS) or bool(after) or passive
+        # Content words after it make the constant the subject only when none before it relate it to the answer
+        # already ("… that X is a kind of" vs "kinds of X does GO distinguish").
+        stated_before = any(w not in FUNCTION_WORDS and w not in _RELATIVE_PRONOUNS for w in before)
+        subject = (
+            bool(before and before[-1] in _RELATIVE_PRONOUNS) or (bool(after) and not stated_before) or passive
+        )
         # "… that are parents of X": words for the broader end of a hierarchy turn the relation around.
         inverse = any(w in INVERSE_WORDS for w in before_words)
         return subject != inverse
+
+
+def _mention_runs(inner: Sequence[TypeMention]) -> list[tuple[TypeMention, ...]]:
+    """The intermediate nodes a chain may pass through: each type word alone, and each two in the order written
+    (longer chains are not read: each hop needs words of its own, and questions rarely state three)."""
+    runs: list[tuple[TypeMention, ...]] = [(m,) for m in inner]
+    runs += [(a, b) for i, a in enumerate(inner) for b in inner[i + 1 :] if a.end <= b.start]
+    return runs
+
+
+def _longer_or_better(
+    found: RelationOption, chained: tuple[float, str, RelationOption, tuple[TypeMention, ...]]
+) -> bool:
+    """A chain through more of the question's type words explains more of it; among equals, the better words."""
+    if len(found.vias) != len(chained[2].vias):
+        return len(found.vias) > len(chained[2].vias)
+    return found.score > chained[0]
 
 
 def _hint_before(hints: Sequence[TypeMention], start: int, text: QuestionText) -> str | None:

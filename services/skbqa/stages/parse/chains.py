@@ -116,33 +116,40 @@ class ChainReader:
         found.sort(key=lambda item: -item[0])
         return found
 
-    def via_mention(
+    def via_mentions(
         self,
         clause: tuple[list[str], list[str]],
-        mention: TypeMention,
-        mention_offset: int,
+        mentions: Sequence[TypeMention],
+        offsets: Sequence[int],
         target_type: str,
         constant_type: str,
         encode: dict[str, np.ndarray],
         graph: GraphStore,
         constant_nodes: np.ndarray,
     ) -> RelationOption | None:
-        """The chain answer –(words before the type word)– intermediate –(words after it)– constant."""
+        """The chain answer –(words before the first type word)– intermediate –(words up to the next)– … –(words
+        after the last)– constant, through one intermediate node per type word ("phenotypes of *diseases*
+        associated with *genes* located at X"). `offsets`: where each type word starts in the clause's words."""
         before, after = clause
-        near_words = before[:mention_offset]
-        far_words = before[mention_offset + (mention.end - mention.start) :] + after
-        if not content_words(far_words):
-            return None  # "diseases like X": the type word only introduces the constant
-        near = Part(tuple(near_words), far_is_subject(near_words))
-        far = Part(tuple(far_words), far_is_subject(far_words))
-        to_answer = self.hop(target_type, mention.type_name, near, encode.get(" ".join(near_words)))
-        to_constant = self.hop(mention.type_name, constant_type, far, encode.get(" ".join(far_words)))
-        to_constant = [item for item in to_constant if _exists(graph, constant_nodes, item[1])]
-        if not to_answer or not to_constant:
+        cuts = [0]
+        for mention, offset in zip(mentions, offsets, strict=True):
+            cuts += [offset, offset + (mention.end - mention.start)]
+        parts_words = [before[cuts[k] : cuts[k + 1]] for k in range(0, len(cuts) - 1, 2)]
+        parts_words.append(before[cuts[-1] :] + after)
+        if any(not content_words(words) for words in parts_words[1:]):
+            return None  # "diseases like X": a type word that only introduces what follows
+        types = [target_type, *(m.type_name for m in mentions), constant_type]
+        ranked: list[list[tuple[float, Hop]]] = []
+        for k, words in enumerate(parts_words):
+            part = Part(tuple(words), far_is_subject(words))
+            ranked.append(self.hop(types[k], types[k + 1], part, encode.get(" ".join(words))))
+        ranked[-1] = [item for item in ranked[-1] if _exists(graph, constant_nodes, item[1])]
+        if not all(ranked):
             return None
-        score = to_answer[0][0] + to_constant[0][0]
-        unsure = _close(to_answer) or _close(to_constant)
-        return RelationOption((to_constant[0][1], to_answer[0][1]), mention.type_name, score, any_edge=unsure)
+        score = sum(hops[0][0] for hops in ranked) / len(ranked) * 2  # per hop, on the scale of a two-hop chain
+        hops = tuple(hops[0][1] for hops in reversed(ranked))
+        vias = tuple(m.type_name for m in reversed(mentions))
+        return RelationOption(hops, vias, score, any_edge=any(_close(hops) for hops in ranked))
 
     def hierarchy(
         self,
@@ -177,7 +184,7 @@ class ChainReader:
             score = hierarchy[0][0] + to_answer[0][0]
             if to_answer[0][0] >= single - HIERARCHY_MARGIN and (best is None or score > best.score):
                 best = RelationOption(
-                    (hierarchy[0][1], to_answer[0][1]), constant_type, score, any_edge=_close(hierarchy)
+                    (hierarchy[0][1], to_answer[0][1]), (constant_type,), score, any_edge=_close(hierarchy)
                 )
         return best
 
@@ -224,6 +231,7 @@ def chain_phrases(before: list[str], after: list[str], mentions: Sequence[tuple[
     for start, end in mentions:
         wanted.add(" ".join(before[:start]))
         wanted.add(" ".join(before[end:] + after))
+        wanted.update(" ".join(before[end:next_start]) for next_start, _ in mentions if next_start >= end)
     return sorted(w for w in wanted if content_words(w.split()))
 
 

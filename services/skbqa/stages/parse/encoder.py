@@ -30,7 +30,7 @@ from skbqa.stages.parse.constants import FUZZY_MIN_COSINE, Constant, ConstantSpo
 from skbqa.stages.parse.cues import TextCue, claim_text_cues
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
 from skbqa.stages.parse.relations import RelationChooser
-from skbqa.stages.parse.type_mentions import TypeVocabulary, choose_target, heads_question
+from skbqa.stages.parse.type_mentions import TypeVocabulary, choose_target, heads_question, noun_lemma
 from skbqa.stages.parse.type_synonyms import TypeSynonyms
 from skbqa.stages.parse.type_word_usage import TypeWordUsage
 from skbqa.stores.index import IndexStores
@@ -39,6 +39,8 @@ from skbqa.stores.lexicon import NameLexicon
 # How much each way of finding the target type, and of linking a constant, is to be trusted (parse confidence).
 TYPE_CERTAINTY = {"word": 1.0, "synonym": 0.9, "guess": 0.7, "none": 0.0}
 UNSUPPORTED_GUESS_CERTAINTY = 0.45
+# Nouns that ask for narrower nodes of what follows them ("kinds of X"): English, not any one schema's.
+KIND_NOUNS = frozenset({"kind", "type", "sort", "form", "variety", "subtype", "subclass", "category", "example"})
 FUZZY_LINK_CERTAINTY = 0.7
 NO_CONSTANT_CERTAINTY = 0.5
 AttributeSpotter = Callable[[QuestionText, str], list[AttributeConstraint]]
@@ -105,6 +107,12 @@ class EncoderParser:
         with query.stage("parse.constants"):
             constants = self._constants.exact(text, typos=reading.typos)
             constants += self._constants.fuzzy(text, query)
+        if type_source in ("guess", "none") and reading.head_noun:
+            kind = self._kind_of_constant(text, constants)
+            if kind is not None and kind != target_type:
+                warnings.append(f"target type {kind!r}: the question asks for kinds of a named {kind}")
+                target_type, type_source = kind, "synonym"
+                constraints = []  # spotted for the guessed type
         with query.stage("parse.relations"):
             parsed = self._assembler.assemble(query, text, target_type, constants, warnings, chains=reading.chains)
         parsed.constraints.extend(constraints)
@@ -172,6 +180,17 @@ class EncoderParser:
         guessed = self._guess_target_type(query)
         warnings.append(f"no type word in the question; target type guessed as {guessed!r}")
         return guessed, "guess"
+
+    def _kind_of_constant(self, text: QuestionText, constants: list[Constant]) -> str | None:
+        """ "What kinds of X …", "which forms of X …": the answer is of X's type (its narrower nodes)."""
+        for constant in constants:
+            before = [
+                w for w in text.words(max(0, constant.start - 4), constant.start) if w not in ("the", "a", "an")
+            ]
+            if len(before) >= 2 and before[-1] == "of" and noun_lemma(before[-2]) in KIND_NOUNS:
+                codes = self._stores.nodes.types[constant.positions[:1]]
+                return self._schema.node_types[int(codes[0])].name if codes.size else None
+        return None
 
     def _names_a_node(self, text: QuestionText, cue: TextCue, target_type: str | None) -> bool:
         """A weak cue's span that is exactly the name of a node the schema relates to the answer's type in one

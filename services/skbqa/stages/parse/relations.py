@@ -15,6 +15,7 @@ answer is.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,12 +50,12 @@ class Hop:
 @dataclass(frozen=True)
 class RelationOption:
     hops: tuple[Hop, ...]  # from the constant towards the target
-    via: str | None  # the intermediate node type of a two-hop path
+    vias: tuple[str, ...]  # the intermediate node types, from the constant's side (one fewer than the hops)
     score: float = 0.0
     any_edge: bool = False  # the words did not separate this option from a rival: accept any edge type
 
-    def triplets(self, constant: str, target: str, via_symbol: str | None) -> list[Triplet]:
-        chain = [constant] + ([via_symbol] if via_symbol else []) + [target]
+    def triplets(self, constant: str, target: str, via_symbols: Sequence[str]) -> list[Triplet]:
+        chain = [constant, *via_symbols, target]
         out: list[Triplet] = []
         for hop, left, right in zip(self.hops, chain, chain[1:], strict=False):
             head, tail = (left, right) if hop.from_constant_side else (right, left)
@@ -78,6 +79,10 @@ class RelationChooser:
     def warm(self) -> None:
         self._vectors()
 
+    def links_itself(self, node_type: str) -> bool:
+        """Whether some edge type joins two nodes of this type."""
+        return any(e.source == e.target == node_type for e in self._edges)
+
     def options(self, constant_type: str, target_type: str, *, constant_is_subject: bool) -> list[RelationOption]:
         """Schema paths from the constant's type to the target type: direct ones, else through one type."""
         direct = self._direct(constant_type, target_type, constant_is_subject)
@@ -89,7 +94,7 @@ class RelationChooser:
                 continue
             for first in self._direct(constant_type, middle, constant_is_subject):
                 for second in self._direct(middle, target_type, True):
-                    paths.append(RelationOption(first.hops + second.hops, middle))
+                    paths.append(RelationOption(first.hops + second.hops, (middle,)))
         return paths
 
     def _direct(self, from_type: str, to_type: str, constant_is_subject: bool) -> list[RelationOption]:
@@ -100,13 +105,13 @@ class RelationChooser:
                 and edge.target == to_type
                 and (from_type != to_type or constant_is_subject)
             ):
-                found.append(RelationOption((Hop(edge, True),), None))
+                found.append(RelationOption((Hop(edge, True),), ()))
             elif (
                 edge.source == to_type
                 and edge.target == from_type
                 and (from_type != to_type or not constant_is_subject)
             ):
-                found.append(RelationOption((Hop(edge, False),), None))
+                found.append(RelationOption((Hop(edge, False),), ()))
         return found
 
     def rank(
@@ -138,9 +143,9 @@ class RelationChooser:
                     score -= 10.0  # the data rules it out; kept last in case the graph is incomplete
             scored.append((score, order, option))
         scored.sort(key=lambda item: (-item[0], item[1]))
-        ranked = [RelationOption(o.hops, o.via, s) for s, _, o in scored]
+        ranked = [RelationOption(o.hops, o.vias, s) for s, _, o in scored]
         if len(ranked) > 1 and _rivals(ranked[0], ranked[1]):
-            ranked[0] = RelationOption(ranked[0].hops, ranked[0].via, ranked[0].score, any_edge=True)
+            ranked[0] = RelationOption(ranked[0].hops, ranked[0].vias, ranked[0].score, any_edge=True)
         return ranked
 
 
