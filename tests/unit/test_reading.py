@@ -164,3 +164,35 @@ def test_kinds_of_a_name_are_narrower_nodes_of_its_type(biomed_sample_engine: Em
     parsed = parse(biomed_sample_engine, "what kinds of hypogonadism are recorded?")
     assert parsed.target_type == "phenotype"
     assert edges(parsed) == {("y", "is_a", "c1")}
+
+
+@pytest.mark.parametrize(
+    ("question", "op", "value"),
+    [
+        ("which have EC 3.6.-.- please", "STARTS WITH", "3.6."),
+        ("which ones have EC numbers starting with 2.7.11", "STARTS WITH", "2.7.11."),
+        ("anything with EC 2.7.x.x?", "STARTS WITH", "2.7."),
+        ("the gene with EC 3.6.3.14", "=", "3.6.3.14"),
+    ],
+)
+def test_codes_with_wildcards_are_prefixes(
+    biomed_sample_engine: EmbeddedEngine, question: str, op: str, value: str
+) -> None:
+    """A code column is found from its values (dotted numbers); the type it belongs to is the answer's when no
+    word names one."""
+    parsed = parse(biomed_sample_engine, question)
+    assert parsed.target_type == "gene"
+    assert [(c.attribute, c.op, c.value) for c in parsed.constraints] == [("ec_numbers", op, value)]
+
+
+def test_a_value_before_its_attribute_name(biomed_sample_engine: EmbeddedEngine) -> None:
+    parsed = parse(biomed_sample_engine, "X-chromosome genes involved in kidney development")
+    assert [(c.attribute, c.value) for c in parsed.constraints] == [("chromosome", "X")]
+
+
+def test_a_quoted_name_is_a_constant_and_other_quotes_are_text(biomed_sample_engine: EmbeddedEngine) -> None:
+    parsed = parse(biomed_sample_engine, "which genes take part in 'kidney development'?")
+    assert edges(parsed) == {("y", "gene_participates_in_biological_process", "c1")}
+    assert "kidney development" not in parsed.text_constraints
+    other = parse(biomed_sample_engine, "which genes mention 'zinc finger binding motif xyz'?")
+    assert "zinc finger binding motif xyz" in other.text_constraints

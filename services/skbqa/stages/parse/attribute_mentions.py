@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 from skbqa.query.structured import AttributeConstraint, Operator
+from skbqa.stages.parse.code_values import CodeValueSpotter
 from skbqa.stages.parse.question_text import QuestionText
 from skbqa.stores.attributes.catalog import AttributeCatalog
 from skbqa.stores.attributes.values import humanise, loose
@@ -78,6 +79,7 @@ class AttributeSpotter:
         self._vocabularies: dict[str, list[_Vocabulary]] = {}  # per node type, prepared once
         self._ranges: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
         self._year_key: dict[str, str | None] = {}  # the one year-valued (or date) attribute of a type, if unique
+        self._codes = CodeValueSpotter(catalog, symbol)
 
     def prepare(self, node_type: str) -> None:
         """Build a type's vocabularies now (a few hundred ms for large list-valued columns) instead of on the
@@ -107,10 +109,14 @@ class AttributeSpotter:
             if c.kind == "date" or (c.numeric is not None and c.numeric.years_like)
         ]
         self._year_key[node_type] = years[0] if len(years) == 1 else None
+        self._codes.columns(node_type)
 
     def __call__(self, text: QuestionText, node_type: str) -> list[AttributeConstraint]:
         self._prepare(node_type)
         found: list[_Found] = []
+        for code in self._codes(text, node_type):  # before the vocabularies: "EC 2.7.10" is no stored "2.7.-.-"
+            found.append(_Found(code.constraint, code.start, code.end))
+            text.claim(code.start, code.end, "attribute")
         for vocabulary in self._vocabularies[node_type]:
             hit = self._labelled_value(text, vocabulary.label, vocabulary.values, vocabulary.key)
             if hit is None and vocabulary.bare:
@@ -158,6 +164,13 @@ class AttributeSpotter:
         self, text: QuestionText, label: tuple[str, ...], values: dict[str, str], key: str
     ) -> _Found | None:
         for start in self._labels(text, label):
+            for n in range(min(MAX_VALUE_WORDS, start), 0, -1):  # the value right before: "*X*-chromosome genes"
+                if text.free(start - n, start) and not text.boundary_before(start):
+                    value = values.get(loose(text.span_text(start - n, start)))
+                    if value is not None:
+                        return _Found(
+                            AttributeConstraint(self._symbol, key, "=", value), start - n, start + len(label)
+                        )
             after = start + len(label)
             for offset in range(VALUE_WINDOW + 1):
                 for n in range(MAX_VALUE_WORDS, 0, -1):

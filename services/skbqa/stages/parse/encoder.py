@@ -94,7 +94,7 @@ class EncoderParser:
 
     def parse(self, query: QueryContext, reading: Reading | None = None) -> StructuredQuery:
         reading = reading or Reading()
-        text = QuestionText.of(query.question)
+        text = QuestionText.of(query.question, is_name=self._is_name if reading.head_noun else None)
         warnings: list[str] = []
         with query.stage("parse.target_type"):
             target_type, type_source = self._target_type(query, text, warnings, reading.head_noun)
@@ -103,6 +103,13 @@ class EncoderParser:
             texts = list(text.quotes) + [
                 cue.text for cue in cues if not self._names_a_node(text, cue, target_type)
             ]
+            # An attribute only one type has outweighs a guess ("which have EC 3.6.-.-?"); not a synonym: the value
+            # may identify a constant ("features recorded for ORPHA:2898").
+            if type_source in ("guess", "none") and reading.head_noun:
+                attributed = self._type_of_attributes(text)
+                if attributed is not None and attributed != target_type:
+                    warnings.append(f"target type {attributed!r}: only its nodes have the attribute asked about")
+                    target_type, type_source = attributed, "synonym"
             constraints = self._spot_attributes(text, target_type) if self._spot_attributes and target_type else []
         with query.stage("parse.constants"):
             constants = self._constants.exact(text, typos=reading.typos)
@@ -180,6 +187,21 @@ class EncoderParser:
         guessed = self._guess_target_type(query)
         warnings.append(f"no type word in the question; target type guessed as {guessed!r}")
         return guessed, "guess"
+
+    def _is_name(self, quoted: str) -> bool:
+        return bool(self._lexicon().positions(quoted, original=quoted).size)
+
+    def _type_of_attributes(self, text: QuestionText) -> str | None:
+        """The one type whose attributes the question names with a value ("… with EC 3.2.-.-"), if only one
+        type's do: the answer's type when no word names it."""
+        if self._spot_attributes is None:
+            return None
+        having = [
+            node_type
+            for node_type in self._schema.node_type_names
+            if self._spot_attributes(text.copy(), node_type)
+        ]
+        return having[0] if len(having) == 1 else None
 
     def _kind_of_constant(self, text: QuestionText, constants: list[Constant]) -> str | None:
         """ "What kinds of X …", "which forms of X …": the answer is of X's type (its narrower nodes)."""

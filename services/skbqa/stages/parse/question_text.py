@@ -8,6 +8,7 @@ punctuation between words, and claimed ranges) delimit the phrase that states a 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 _TOKEN = re.compile(r"\w+")
@@ -121,16 +122,24 @@ class QuestionText:
     relation_tokens: set[int] = field(default_factory=set)
 
     @classmethod
-    def of(cls, question: str) -> QuestionText:
+    def of(cls, question: str, is_name: Callable[[str], bool] | None = None) -> QuestionText:
+        """`is_name`: whether a quoted text is exactly a node's name or alias ("… also called 'X'"): such a quote
+        stays in the question for the constant pass; any other is a text constraint."""
         quotes: list[str] = []
         masked = question
         for match in _QUOTED.finditer(question):
             body = next(g for g in match.groups() if g is not None)
+            if is_name is not None and is_name(body.strip(" .…")):
+                continue
             quotes.append(body.strip(" .…"))
             # Blank the quoted words so no later pass reads them as constants or relation words.
             masked = masked[: match.start()] + " " * (match.end() - match.start()) + masked[match.end() :]
         tokens = [Token(m.group(), m.group().lower(), m.start(), m.end()) for m in _TOKEN.finditer(masked)]
         return cls(masked, tokens, [None] * len(tokens), quotes)
+
+    def copy(self) -> QuestionText:
+        """The same question with its own claims (to try a pass without committing to it)."""
+        return QuestionText(self.text, self.tokens, list(self.claimed), self.quotes, set(self.relation_tokens))
 
     def __len__(self) -> int:
         return len(self.tokens)
