@@ -34,7 +34,7 @@ class GatedBackend:
         self.entered = threading.Semaphore(0)
         self._on_submit = on_submit
 
-    def submit(self, message: StageMessage) -> Waiter:
+    def submit(self, message: StageMessage, timeout_s: float | None = None) -> Waiter:
         if self._on_submit is not None:
             self._on_submit(message)
         waiter = Waiter(message.request_id)

@@ -39,9 +39,9 @@ class CountingBackend(GatedBackend):
         super().__init__(items, open_gate=True)
         self.submitted = 0
 
-    def submit(self, message: StageMessage) -> Any:
+    def submit(self, message: StageMessage, timeout_s: float | None = None) -> Any:
         self.submitted += 1
-        return super().submit(message)
+        return super().submit(message, timeout_s)
 
 
 @pytest.fixture

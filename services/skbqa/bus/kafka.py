@@ -13,6 +13,7 @@ wire; returned messages carry the unprefixed topic. `bus_from_url` builds a bus 
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -87,6 +88,20 @@ class KafkaBus(KafkaProducerSide, KafkaConsumerSide, KafkaAdminSide):
         self._probe: Any = None  # a group-less consumer for the end-offset correction in `lag`
         self._consumers: list[KafkaBusConsumer] = []
         self._closed = False
+
+    def reachable(self, timeout_s: float = 1.0) -> bool:
+        """Whether some bootstrap broker accepts a TCP connection within `timeout_s` (the health probe: cheap,
+        bounded, and independent of the clients' own reconnect loops)."""
+        if self._closed:
+            return False
+        for server in self._servers:
+            host, _, port = server.rpartition(":")
+            try:
+                with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+                    return True
+            except (OSError, ValueError):
+                continue
+        return False
 
     def close(self) -> None:
         with self._lock:

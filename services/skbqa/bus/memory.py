@@ -138,6 +138,9 @@ class MemoryBus:
                 )
             return result
 
+    def reachable(self, timeout_s: float = 1.0) -> bool:
+        return not self._closed
+
     def close(self) -> None:
         with self._changed:
             if self._closed:

@@ -135,8 +135,10 @@ def start_gateway(
     if not backend.wait_ready(ready_timeout_s):
         logger.warning("gateway: answer consumer not assigned after %.0f s; serving anyway", ready_timeout_s)
     server.set_serving(True)
+    watcher = watch_health(server, backend.probe)
 
     def stop() -> None:
+        watcher.set()
         server.stop()
         backend.close()
         bus.close()
@@ -224,8 +226,10 @@ def start_all_in_one(
     server = _api_server(settings, servicer, limits)
     backend.wait_ready(60.0)
     server.set_serving(True)
+    watcher = watch_health(server, backend.probe)
 
     def stop() -> None:
+        watcher.set()
         server.stop()
         for worker in workers:
             worker.stop()

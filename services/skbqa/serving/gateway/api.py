@@ -34,6 +34,7 @@ from skbqa.serving.requests import fingerprint, new_request
 from skbqa.serving.settings import env
 from skbqa.serving.stages.core import AnswerEnvelope, StageMessage
 from skbqa.serving.status import (
+    CANCELLED,
     DEADLINE_EXCEEDED,
     INTERNAL,
     INVALID_ARGUMENT,
@@ -279,6 +280,8 @@ class SkbqaServicer(api_pb2_grpc.SkbqaServicer):
                 return
         if not self._backend.ready():
             raise _Aborted(UNAVAILABLE, "the service is starting or has lost its backend; retry shortly")
+        if not context.is_active():  # the client has gone (cancelled, or its deadline passed): no work for it
+            raise _Aborted(CANCELLED, "the call was cancelled")
         if not self._slots.acquire(blocking=False):
             raise _Aborted(RESOURCE_EXHAUSTED, "too many requests in flight on this server; retry with backoff")
         try:
@@ -319,13 +322,19 @@ class SkbqaServicer(api_pb2_grpc.SkbqaServicer):
     def _submit_and_wait(
         self, message: StageMessage, timeout: float, replay: tuple[str, str, bytes] | None
     ) -> Iterator[api_pb2.AskResponse]:
+        started = time.monotonic()
         try:
-            waiter = self._backend.submit(message)
+            waiter = self._backend.submit(message, timeout)
+        except TimeoutError:
+            raise _Aborted(
+                DEADLINE_EXCEEDED,
+                f"the request was not accepted within {timeout:.1f} s (request {message.request_id})",
+            ) from None
         except Exception as exc:  # the bus refused the request: nothing was accepted, say so
             code, text = status_for(exc, message.request_id)
             raise _Aborted(code, text) from None
         try:
-            yield from self._events(message, waiter, timeout, replay)
+            yield from self._events(message, waiter, timeout - (time.monotonic() - started), replay)
         except _Aborted:
             raise
         except Exception as exc:  # e.g. an answer that does not decode: INTERNAL, logged without its text

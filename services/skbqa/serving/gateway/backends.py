@@ -38,7 +38,9 @@ class Waiter:
 
 
 class Backend(Protocol):
-    def submit(self, message: StageMessage) -> Waiter: ...
+    def submit(self, message: StageMessage, timeout_s: float | None = None) -> Waiter:
+        """Accept the request within `timeout_s` (TimeoutError otherwise) and return its waiter."""
+        ...
 
     def forget(self, waiter: Waiter) -> None: ...
 
@@ -66,7 +68,7 @@ class LocalBackend:
         self._pipeline = pipeline
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="skbqa-ask")
 
-    def submit(self, message: StageMessage) -> Waiter:
+    def submit(self, message: StageMessage, timeout_s: float | None = None) -> Waiter:
         waiter = Waiter(message.request_id)
         self._pool.submit(self._run, message, waiter)
         return waiter

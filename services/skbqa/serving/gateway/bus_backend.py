@@ -12,15 +12,25 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 
 from skbqa.bus import topics
 from skbqa.bus.base import Bus, Consumer
-from skbqa.common.errors import InvalidInputError
+from skbqa.common.errors import BackendUnavailableError, InvalidInputError
 from skbqa.observability.metrics import get_metrics
 from skbqa.serving.gateway.backends import Waiter
 from skbqa.serving.stages.core import AnswerEnvelope, StageMessage
 
 logger = logging.getLogger(__name__)
+
+# Publishes run on threads of their own, so a call waits for its publish only as long as its deadline allows: a
+# broker that is down (the producer's first connect alone may take its whole connect timeout) never holds a call,
+# or the calls queued behind it, past their deadlines. Beyond PUBLISH_BACKLOG waiting publishes a call is refused
+# at once (UNAVAILABLE): the bus is not taking work, and waiting would only pile calls up.
+PUBLISH_THREADS = 4
+PUBLISH_BACKLOG = 64
+BUS_DOWN = "the message bus is unreachable; retry shortly"
 
 
 class BusBackend:
@@ -41,10 +51,15 @@ class BusBackend:
         if commit_positions is not None:
             commit_positions()
         self._assigned = threading.Event()
+        self._publisher = ThreadPoolExecutor(max_workers=PUBLISH_THREADS, thread_name_prefix="skbqa-publish")
+        self._backlog = threading.BoundedSemaphore(PUBLISH_BACKLOG)
+        self._down = ""  # why the bus cannot be reached ("" = it can), from the last `probe`
         self._thread = threading.Thread(target=self._route, name="skbqa-answers", daemon=True)
         self._thread.start()
 
-    def submit(self, message: StageMessage) -> Waiter:
+    def submit(self, message: StageMessage, timeout_s: float | None = None) -> Waiter:
+        """Publish the request and return its waiter; TimeoutError when the publish does not finish within
+        `timeout_s` (the call's deadline), BackendUnavailableError when the bus refuses it or is not taking work."""
         message.gateway_id = self.gateway_id
         waiter = Waiter(message.request_id)
         with self._lock:
@@ -54,11 +69,22 @@ class BusBackend:
                 raise InvalidInputError("a request with this id is already in flight on this gateway")
             self._waiters[message.request_id] = waiter
         try:
-            self._bus.publish(topics.QUERY, message.request_id, message.SerializeToString())
+            self._publish(message).result(timeout=timeout_s)
+        except FutureTimeout:
+            self.forget(waiter)
+            raise TimeoutError(message.request_id) from None
         except Exception:
             self.forget(waiter)
             raise
         return waiter
+
+    def _publish(self, message: StageMessage) -> Future[None]:
+        if not self._backlog.acquire(blocking=False):
+            raise BackendUnavailableError(BUS_DOWN if self._down else "too many requests waiting for the bus")
+        value = message.SerializeToString()
+        future = self._publisher.submit(self._bus.publish, topics.QUERY, message.request_id, value)
+        future.add_done_callback(lambda _: self._backlog.release())
+        return future
 
     def forget(self, waiter: Waiter) -> None:
         with self._lock:
@@ -66,8 +92,17 @@ class BusBackend:
                 del self._waiters[waiter.request_id]
 
     def ready(self) -> bool:
-        """Serving only once the answer consumer holds its partitions: earlier answers would be missed."""
-        return self._assigned.is_set()
+        """Serving only once the answer consumer holds its partitions (earlier answers would be missed), and
+        while the bus was reachable at the last probe."""
+        return self._assigned.is_set() and not self._down
+
+    def probe(self) -> str:
+        """ "" when the gateway can serve; otherwise why not (for the health watcher, every few seconds)."""
+        reachable = getattr(self._bus, "reachable", None)
+        self._down = "" if reachable is None or reachable() else BUS_DOWN
+        if self._down:
+            return self._down
+        return "" if self._assigned.is_set() else "the answer consumer has no partitions yet"
 
     def wait_ready(self, timeout_s: float) -> bool:
         return self._assigned.wait(timeout_s)
@@ -108,4 +143,5 @@ class BusBackend:
     def close(self) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
+        self._publisher.shutdown(wait=False, cancel_futures=True)
         self._consumer.close()
