@@ -13,7 +13,10 @@ from skbqa.common.errors import InvalidInputError
 
 def add_stack_parser(sub: Any) -> None:
     p = sub.add_parser("stack", help="start / stop the local distributed stack (broker, Triton, services, Ray)")
-    p.add_argument("action", choices=("up", "down", "status"))
+    p.add_argument("action", choices=("up", "down", "status", "restart"))
+    p.add_argument(
+        "name", nargs="?", default=None, help="restart: a process (ranking-1) or a role (ranking, broker)"
+    )
     p.add_argument("--index", type=Path, default=None, help="index directory (up)")
     p.add_argument("--dir", type=Path, default=Path(".skbqa/stack"), help="state and logs")
     p.add_argument("--port", type=int, default=50051, help="gateway gRPC port (0 = any)")
@@ -23,6 +26,9 @@ def add_stack_parser(sub: Any) -> None:
     p.add_argument("--prometheus", action="store_true", help="also run Prometheus scraping every service")
     p.add_argument(
         "--durable", action="store_true", help="broker storage on s3, served by moto (survives a broker crash)"
+    )
+    p.add_argument(
+        "--no-supervise", action="store_true", help="do not restart crashed processes (no supervisor process)"
     )
 
 
@@ -37,27 +43,30 @@ def _replicas(pairs: list[str]) -> dict[str, int]:
 
 
 def run_stack(args: argparse.Namespace) -> int:
-    from skbqa.devstack.processes import grpc_serving, read_state
-    from skbqa.devstack.stack import LocalStack, StackOptions, stack_down
+    from skbqa.devstack.processes import read_state
+    from skbqa.devstack.stack import LocalStack, StackOptions, stack_down, stack_restart
 
     if args.action == "down":
         stopped = stack_down(args.dir)
         print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
+        return 0
+    if args.action == "restart":
+        if not args.name:
+            raise InvalidInputError("stack restart needs a process or role, e.g. skbqa stack restart ranking")
+        restarted = stack_restart(args.dir, args.name)
+        print(f"restarted: {', '.join(restarted)}")
         return 0
     if args.action == "status":
         state = read_state(args.dir)
         if not state:
             print(f"no stack recorded in {args.dir}")
             return 1
+        restarts = state.get("restarts", {})
         for record in state["processes"]:
-            port = record["ports"].get("grpc")
-            health = ""
-            if port:
-                try:
-                    health = "SERVING" if grpc_serving(port) else "NOT_SERVING"
-                except Exception:
-                    health = "unreachable"
-            print(f"{record['name']:<14} pid {record['pid']:<8} {json.dumps(record['ports'])} {health}")
+            print(
+                f"{record['name']:<14} pid {record['pid']:<8} {process_health(record):<12} "
+                f"restarts {restarts.get(record['name'], 0):<3} {json.dumps(record['ports'])}"
+            )
         return 0
     if args.index is None:
         raise InvalidInputError("stack up needs --index DIR")
@@ -70,6 +79,7 @@ def run_stack(args: argparse.Namespace) -> int:
         ray=not args.no_ray,
         prometheus=args.prometheus,
         broker_storage="s3" if args.durable else "memory",
+        supervise=not args.no_supervise,
     )
     started = time.perf_counter()
     ports = LocalStack(options).up()
@@ -77,3 +87,22 @@ def run_stack(args: argparse.Namespace) -> int:
     print(json.dumps(ports, indent=2))
     print(f"stop it with: skbqa stack down --dir {args.dir}")
     return 0
+
+
+def process_health(record: dict[str, Any]) -> str:
+    """What a process answers now: gRPC health for services, a TCP accept for the broker, Prometheus and Triton;
+    "exited" for a process that is not running (the supervisor restarts it)."""
+    from skbqa.devstack.processes import alive, grpc_serving, tcp_open
+
+    if not alive(int(record["pid"])):
+        return "exited"
+    ports = record.get("ports", {})
+    if "grpc" in ports and record["name"] != "triton":
+        try:
+            return "SERVING" if grpc_serving(int(ports["grpc"])) else "NOT_SERVING"
+        except Exception:
+            return "unreachable"
+    port = ports.get("kafka") or ports.get("http") or ports.get("grpc")
+    if port:
+        return "up" if tcp_open(int(port)) else "unreachable"
+    return "running"

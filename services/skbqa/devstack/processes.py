@@ -27,6 +27,9 @@ class ProcessRecord:
     argv: list[str]
     log: str
     ports: dict[str, int] = field(default_factory=dict)
+    env: dict[str, str] = field(
+        default_factory=dict
+    )  # set on top of the stack's environment (a restart reuses it)
 
 
 def launch(
@@ -48,7 +51,7 @@ def launch(
             env={**os.environ, **(env or {})},
             start_new_session=True,  # its own process group: `down` signals the group, children included
         )
-    return process, ProcessRecord(name, process.pid, list(argv), str(log), dict(ports or {}))
+    return process, ProcessRecord(name, process.pid, list(argv), str(log), dict(ports or {}), dict(env or {}))
 
 
 def wait_until(
@@ -102,7 +105,9 @@ def read_state(directory: Path) -> dict[str, Any]:
     return dict(json.loads(path.read_text()))
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether the process runs (a child that has exited is reaped first, so a zombie does not count)."""
+    _reap(pid)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -123,10 +128,10 @@ def stop_records(records: Sequence[ProcessRecord], *, grace_s: float = 10.0) -> 
         stopped.append(record.name)
     deadline = time.monotonic() + grace_s
     for record in records:
-        while _alive(record.pid) and time.monotonic() < deadline:
+        while alive(record.pid) and time.monotonic() < deadline:
             _reap(record.pid)
             time.sleep(0.1)
-        if _alive(record.pid):
+        if alive(record.pid):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(record.pid, signal.SIGKILL)
         _reap(record.pid)

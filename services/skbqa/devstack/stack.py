@@ -7,6 +7,7 @@ service replica, Ray inside the reranker service, optionally Prometheus scraping
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -46,6 +47,7 @@ class StackOptions:
     ready_timeout_s: float = 180.0
     request_timeout_s: float = 30.0  # the gateway's longest wait for an answer (calls may ask for less)
     bus_options: str = ""  # KafkaBus URL options for every service, e.g. "fetch_max_wait_ms=100" (docs/kafka.md)
+    supervise: bool = False  # run the supervisor that restarts crashed processes (`stack up` turns it on)
 
     def validate(self) -> None:
         if not (self.index / "manifest.json").is_file():
@@ -57,6 +59,10 @@ class StackOptions:
                 raise InvalidInputError(f"unknown role {role!r} in --replicas; roles: {', '.join(ROLES)}")
             if not 1 <= count <= 8:
                 raise InvalidInputError(f"replicas of {role} must be 1..8, got {count}")
+        if self.prometheus and shutil.which("prometheus") is None:
+            raise InvalidInputError(
+                "--prometheus needs the prometheus binary on PATH (Debian: apt-get install prometheus)"
+            )
         if self.bus_options.strip():
             from skbqa.bus.kafka import bus_from_url
 
@@ -98,10 +104,13 @@ class LocalStack:
                     self._wait_serving(record)
             if self.options.prometheus:
                 self._start_prometheus()
+            self._save()
+            if self.options.supervise:  # last: it restarts what the state file records, so that must be complete
+                supervisor = [PYTHON, "-m", "skbqa.devstack.supervisor", "--dir", str(self.directory)]
+                self._start("supervisor", supervisor, {})
         except BaseException:
             self.down()
             raise
-        self._save()
         return self.ports
 
     def _wait_serving(self, record: ProcessRecord) -> None:
@@ -269,18 +278,45 @@ class LocalStack:
     # ------------------------------------------------------------------------------------------------ down
 
     def down(self) -> list[str]:
-        stopped = stop_records(self.records)
-        (self.directory / "stack.json").unlink(missing_ok=True)
-        return stopped
+        if (self.directory / "stack.json").is_file():
+            return stack_down(self.directory)  # the recorded pids: restarted processes under their new ones
+        return stop_records(self.records)
 
 
 def stack_down(directory: Path) -> list[str]:
-    """Stop the processes a previous `up` recorded in `directory` (nothing else)."""
-    state = read_state(directory)
-    records = [ProcessRecord(**r) for r in state.get("processes", [])]
-    stopped = stop_records(records)
-    (directory / "stack.json").unlink(missing_ok=True)
+    """Stop the processes recorded in `directory` (nothing else): the supervisor first, so it restarts nothing,
+    then every other under its current pid (a restarted process is recorded under its new one)."""
+    from skbqa.devstack.supervisor import SUPERVISOR, records_of, state_lock
+
+    with state_lock(directory):
+        records = records_of(read_state(directory))
+        stopped = stop_records([r for r in records if r.name == SUPERVISOR])
+        stopped += stop_records([r for r in records if r.name != SUPERVISOR])
+        (directory / "stack.json").unlink(missing_ok=True)
     return stopped
+
+
+def stack_restart(directory: Path, which: str) -> list[str]:
+    """Stop and start again the recorded processes named `which` ("ranking-1") or of role `which` ("ranking",
+    "broker"), with their recorded command, ports and environment; counted as restarts."""
+    from skbqa.devstack.supervisor import SUPERVISOR, records_of, relaunch, save, state_lock
+
+    with state_lock(directory):
+        state = read_state(directory)
+        records = records_of(state)
+        chosen = [
+            i
+            for i, r in enumerate(records)
+            if r.name != SUPERVISOR and which in (r.name, r.name.rsplit("-", 1)[0])
+        ]
+        if not chosen:
+            names = ", ".join(r.name for r in records if r.name != SUPERVISOR) or "none"
+            raise InvalidInputError(f"no process {which!r} in the stack; processes: {names}")
+        for i in chosen:
+            stop_records([records[i]])
+            records[i] = relaunch(directory, state, records[i])
+        save(directory, state, records)
+    return [records[i].name for i in chosen]
 
 
 def wait_seconds(started: float) -> float:

@@ -43,6 +43,17 @@ def _log_tail(path: Path) -> str:
     return tail[-_LOG_TAIL:]
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL it when the process that started it dies (Linux), so a launcher killed
+    with SIGKILL takes its broker with it instead of leaving it holding the port."""
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
 class _Child:
     """One child process in its own session, logging to a file."""
 
@@ -57,6 +68,7 @@ class _Child:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
 
     def alive(self) -> bool:
