@@ -74,6 +74,9 @@ def test_explain_and_index_status(stub, biomed_sample_engine) -> None:
     assert reply.explanation.startswith("parsed: answer") and len(reply.answer.items) == 3
     status = stub.IndexStatus(api_pb2.IndexStatusRequest(), timeout=10)
     assert status.nodes == biomed_sample_engine.stores.nodes.ids.size and "af" in status.strategies
+    # names, not the server's paths
+    assert status.skb_name == "biomed-sample" and "/" not in status.index
+    assert json.loads(status.manifest_json)["bundle"]["path"] == "biomed-sample"
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from skbqa.serving.gateway.limits import ClientLimits
@@ -34,9 +35,15 @@ def index_status(settings: ServiceSettings, strategies: list[str]) -> api_pb2.In
 
     manifest = read_manifest(settings.index)
     counts = manifest.get("counts", {})
+    # Names, not the server's paths: a client has no business with the host's file layout.
+    bundle = dict(manifest.get("bundle", {}))
+    bundle_name = Path(str(bundle.get("path", ""))).name
+    if "path" in bundle:
+        bundle["path"] = bundle_name
+    manifest = {**manifest, "bundle": bundle}
     return api_pb2.IndexStatusResponse(
-        index=str(settings.index),
-        skb_name=manifest.get("schema_name", ""),
+        index=Path(settings.index).resolve().name,
+        skb_name=manifest.get("schema_name") or bundle_name,
         nodes=int(counts.get("nodes", 0)),
         edges=int(counts.get("edges", 0)),
         encoder=manifest.get("encoder", {}).get("name", ""),
