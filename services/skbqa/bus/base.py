@@ -76,6 +76,12 @@ class Bus(Protocol):
     def close(self) -> None: ...
 
 
+def unreachable(bus: Bus) -> bool:
+    """Whether the bus says its broker cannot be reached now (a bus without a `reachable` check never does)."""
+    reachable = getattr(bus, "reachable", None)
+    return reachable is not None and not reachable()
+
+
 def next_offsets(messages: Sequence[Message]) -> dict[tuple[str, int], int]:
     """The offsets to commit for `messages`: per (topic, partition), the highest offset + 1 (Kafka's convention:
     a committed offset names the next message to read)."""

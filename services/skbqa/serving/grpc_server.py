@@ -40,6 +40,11 @@ REFLECTION_STREAMS = 2
 MAX_PENDING_CALLS = 8192
 
 
+# A health service name that is SERVING for as long as the process answers, whatever its dependencies: what a
+# liveness probe asks, so that a broker outage (every service NOT_SERVING: not ready) does not restart every pod.
+LIVENESS = "liveness"
+
+
 @dataclass
 class RunningServer:
     server: grpc.Server
@@ -56,6 +61,7 @@ class RunningServer:
 
     def stop(self, grace_s: float = 2.0) -> None:
         self.set_serving(False)
+        self.health.set(LIVENESS, health_pb2.HealthCheckResponse.NOT_SERVING)
         self.server.stop(grace_s).wait(grace_s + 1)
         if self.health_server is not None:
             self.health_server.stop(0)
@@ -134,4 +140,5 @@ def start_server(
         probe.start()
         running.health_server = probe
     running.set_serving(False)
+    health_servicer.set(LIVENESS, health_pb2.HealthCheckResponse.SERVING)
     return running

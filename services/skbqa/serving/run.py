@@ -156,6 +156,7 @@ def start_gateway(
 def start_stage(
     settings: ServiceSettings, *, limits: ClientLimits | None = None
 ) -> tuple[RunningServer, Callable[[], None]]:
+    from skbqa.bus.base import unreachable
     from skbqa.bus.kafka import bus_from_url
     from skbqa.bus.topics import ALL as ALL_TOPICS
     from skbqa.serving.runtime import build_runtime
@@ -173,7 +174,9 @@ def start_stage(
     if not worker.wait_joined(JOIN_TIMEOUT_S):  # e.g. more replicas than partitions: this one stands by
         logger.warning("%s: no partitions assigned after %.0f s; serving anyway", settings.role, JOIN_TIMEOUT_S)
     server.set_serving(True)
-    watcher = watch_health(server, core.probe)
+    watcher = watch_health(
+        server, lambda: core.probe() or ("the message bus is unreachable" if unreachable(bus) else "")
+    )
 
     def stop() -> None:
         watcher.set()

@@ -16,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 
 from skbqa.bus import topics
-from skbqa.bus.base import Bus, Consumer
+from skbqa.bus.base import Bus, Consumer, unreachable
 from skbqa.common.errors import BackendUnavailableError, InvalidInputError
 from skbqa.observability.metrics import get_metrics
 from skbqa.serving.gateway.backends import Waiter
@@ -98,8 +98,7 @@ class BusBackend:
 
     def probe(self) -> str:
         """ "" when the gateway can serve; otherwise why not (for the health watcher, every few seconds)."""
-        reachable = getattr(self._bus, "reachable", None)
-        self._down = "" if reachable is None or reachable() else BUS_DOWN
+        self._down = BUS_DOWN if unreachable(self._bus) else ""
         if self._down:
             return self._down
         return "" if self._assigned.is_set() else "the answer consumer has no partitions yet"
