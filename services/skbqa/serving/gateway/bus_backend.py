@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 
@@ -31,6 +32,9 @@ logger = logging.getLogger(__name__)
 PUBLISH_THREADS = 4
 PUBLISH_BACKLOG = 64
 BUS_DOWN = "the message bus is unreachable; retry shortly"
+# Request ids of calls that ended without their final answer (deadline passed), remembered so that an answer
+# arriving after them is counted as late rather than as a duplicate; the oldest are forgotten first.
+ENDED_UNANSWERED = 4096
 
 
 class BusBackend:
@@ -54,6 +58,7 @@ class BusBackend:
         self._publisher = ThreadPoolExecutor(max_workers=PUBLISH_THREADS, thread_name_prefix="skbqa-publish")
         self._backlog = threading.BoundedSemaphore(PUBLISH_BACKLOG)
         self._down = ""  # why the bus cannot be reached ("" = it can), from the last `probe`
+        self._unanswered: OrderedDict[str, None] = OrderedDict()
         self._thread = threading.Thread(target=self._route, name="skbqa-answers", daemon=True)
         self._thread.start()
 
@@ -88,8 +93,11 @@ class BusBackend:
 
     def forget(self, waiter: Waiter) -> None:
         with self._lock:
-            if self._waiters.get(waiter.request_id) is waiter:
+            if self._waiters.get(waiter.request_id) is waiter:  # still waiting: the call ended unanswered
                 del self._waiters[waiter.request_id]
+                self._unanswered[waiter.request_id] = None
+                while len(self._unanswered) > ENDED_UNANSWERED:
+                    self._unanswered.popitem(last=False)
 
     def ready(self) -> bool:
         """Serving only once the answer consumer holds its partitions (earlier answers would be missed), and
@@ -129,8 +137,9 @@ class BusBackend:
                     waiter = self._waiters.get(envelope.request_id)
                     if waiter is not None and envelope.kind != AnswerEnvelope.PARTIAL:
                         del self._waiters[envelope.request_id]
+                    late = waiter is None and self._unanswered.pop(envelope.request_id, 0) is None
                 if waiter is None:
-                    metrics.count_message("gateway", "duplicate")
+                    metrics.count_message("gateway", "late" if late else "duplicate")
                     continue
                 waiter.push(envelope)
             if messages:
