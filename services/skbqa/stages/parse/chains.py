@@ -226,8 +226,9 @@ def chain_phrases(before: list[str], after: list[str], mentions: Sequence[tuple[
     at these offsets of `before`), to embed in one call."""
     wanted = {" ".join(before)}
     for cut in range(1, len(before)):
-        wanted.add(" ".join(before[:cut]))
-        wanted.add(" ".join(before[cut:]))
+        if before[cut] in INDEFINITE:  # the only cuts `hierarchy` reads
+            wanted.add(" ".join(before[:cut]))
+            wanted.add(" ".join(before[cut:]))
     for start, end in mentions:
         wanted.add(" ".join(before[:start]))
         wanted.add(" ".join(before[end:] + after))
