@@ -196,3 +196,9 @@ def test_a_quoted_name_is_a_constant_and_other_quotes_are_text(biomed_sample_eng
     assert "kidney development" not in parsed.text_constraints
     other = parse(biomed_sample_engine, "which genes mention 'zinc finger binding motif xyz'?")
     assert "zinc finger binding motif xyz" in other.text_constraints
+
+
+def test_a_type_word_after_a_name_of_its_type_types_that_name(biomed_sample_engine: EmbeddedEngine) -> None:
+    """ "For the Hypogonadism phenotype, which diseases …": "phenotype" types the name before it."""
+    parsed = parse(biomed_sample_engine, "For the Hypogonadism phenotype, which diseases are annotated with it?")
+    assert parsed.target_type == "disease"

@@ -32,12 +32,12 @@ def table(rows: list[tuple[int, str, str]]) -> NodeTable:
 
 
 def test_a_word_a_types_nodes_use_of_themselves_points_to_that_type() -> None:
-    tools = [(0, f"grep{i}", "A utility to search files for patterns.") for i in range(4)]
+    tools = [(0, f"grep{i}", "A utility to search files for patterns.") for i in range(12)]
     people = [(1, f"Ann {i}", f"A developer who wrote utilities number {i}.") for i in range(40)]
     usage = TypeWordUsage(table(tools + people))
     shares = usage.shares({"utility", "utilities"})
     assert shares is not None
-    # 4 of 4 tools say "utility", 40 of 40 people say "utilities": equal rates, whatever the sizes
+    # 12 of 12 tools say "utility", 40 of 40 people say "utilities": equal rates, whatever the sizes
     assert np.allclose(shares, [0.5, 0.5])
     developer = usage.shares({"developer", "developers"})
     assert developer is not None and developer.argmax() == 1 and developer[1] == 1.0
@@ -45,7 +45,31 @@ def test_a_word_a_types_nodes_use_of_themselves_points_to_that_type() -> None:
 
 def test_rare_and_late_words_say_nothing() -> None:
     tail = " filler" * 40
-    rows = [(0, f"t{i}", f"A tool.{tail} person") for i in range(5)] + [(1, "p", "someone")] * 2
+    rows = [(0, f"t{i}", f"A tool.{tail} person") for i in range(12)] + [(1, "p", "someone")] * 9
     usage = TypeWordUsage(table(rows))
     assert usage.shares({"person"}) is None  # only past the opening characters
     assert usage.shares({"someone"}) is None  # fewer than MIN_NODES nodes
+
+
+def test_description_words_skip_quoted_identifiers_and_keep_short_nouns() -> None:
+    """ "such as mail-transport-agent" names no type "agent"; "also called a tag" names one (3 letters)."""
+    from skbqa.stages.parse.type_synonyms import TypeSynonyms
+
+    schema = Schema.from_dict(
+        {
+            "node_types": [
+                {
+                    "name": "label",
+                    "description": "A label (also called a tag), e.g. role::program.",
+                    "name_attr": "n",
+                },
+                {"name": "alias", "description": "A name such as mail-transport-agent.", "name_attr": "n"},
+                {"name": "item", "description": "A program or tool that has labels.", "name_attr": "n"},
+            ],
+            "edge_types": [],
+        }
+    )
+    words = TypeSynonyms._description_words(schema)
+    assert words["tag"] == {"label"}
+    assert "agent" not in words and "mail" not in words
+    assert words["program"] == {"item"}  # "role::program" is an example value, not a word of the label type

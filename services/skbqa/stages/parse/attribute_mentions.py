@@ -111,7 +111,8 @@ class AttributeSpotter:
         self._year_key[node_type] = years[0] if len(years) == 1 else None
         self._codes.columns(node_type)
 
-    def __call__(self, text: QuestionText, node_type: str) -> list[AttributeConstraint]:
+    def __call__(self, text: QuestionText, node_type: str, *, bare: bool = True) -> list[AttributeConstraint]:
+        """`bare`: whether a value written without its attribute's name counts ("written in *English*")."""
         self._prepare(node_type)
         found: list[_Found] = []
         for code in self._codes(text, node_type):  # before the vocabularies: "EC 2.7.10" is no stored "2.7.-.-"
@@ -119,7 +120,7 @@ class AttributeSpotter:
             text.claim(code.start, code.end, "attribute")
         for vocabulary in self._vocabularies[node_type]:
             hit = self._labelled_value(text, vocabulary.label, vocabulary.values, vocabulary.key)
-            if hit is None and vocabulary.bare:
+            if hit is None and vocabulary.bare and bare:
                 hit = self._bare_value(text, vocabulary.values, vocabulary.key)
             if hit is not None:
                 found.append(hit)

@@ -30,7 +30,7 @@ from skbqa.stages.parse.constants import FUZZY_MIN_COSINE, Constant, ConstantSpo
 from skbqa.stages.parse.cues import TextCue, claim_text_cues
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
 from skbqa.stages.parse.relations import RelationChooser
-from skbqa.stages.parse.type_mentions import TypeVocabulary, choose_target, heads_question, noun_lemma
+from skbqa.stages.parse.type_mentions import TypeMention, TypeVocabulary, choose_target, heads_question, noun_lemma
 from skbqa.stages.parse.type_synonyms import TypeSynonyms
 from skbqa.stages.parse.type_word_usage import TypeWordUsage
 from skbqa.stores.index import IndexStores
@@ -43,7 +43,8 @@ UNSUPPORTED_GUESS_CERTAINTY = 0.45
 KIND_NOUNS = frozenset({"kind", "type", "sort", "form", "variety", "subtype", "subclass", "category", "example"})
 FUZZY_LINK_CERTAINTY = 0.7
 NO_CONSTANT_CERTAINTY = 0.5
-AttributeSpotter = Callable[[QuestionText, str], list[AttributeConstraint]]
+# (question, node type, whether values without their attribute's name count) → constraints
+AttributeSpotter = Callable[[QuestionText, str, bool], list[AttributeConstraint]]
 TargetTypeGuesser = Callable[[QueryContext], str | None]
 
 
@@ -110,7 +111,9 @@ class EncoderParser:
                 if attributed is not None and attributed != target_type:
                     warnings.append(f"target type {attributed!r}: only its nodes have the attribute asked about")
                     target_type, type_source = attributed, "synonym"
-            constraints = self._spot_attributes(text, target_type) if self._spot_attributes and target_type else []
+            constraints = (
+                self._spot_attributes(text, target_type, True) if self._spot_attributes and target_type else []
+            )
         with query.stage("parse.constants"):
             constants = self._constants.exact(text, typos=reading.typos)
             constants += self._constants.fuzzy(text, query)
@@ -164,6 +167,12 @@ class EncoderParser:
         spans = self._constants.name_spans(text) if head_noun else []
         chosen = choose_target(text, mentions, spans) if head_noun else (mentions[0] if mentions else None)
         head = self._synonyms.head_noun(text, spans) if head_noun else None
+        at_head = next((m for m in mentions if head is not None and m.start == head.start), None)
+        if at_head is not None and not any(s <= at_head.start < e for s, e in spans):
+            chosen = at_head  # the head noun is a type word: "games section *packages* that …"
+        if chosen is not None and head_noun and self._types_name_before(text, chosen, spans):
+            # "For the hamradio *section*, which programs …": the word types the name before it
+            chosen = next((m for m in mentions if m is not chosen and m.start > chosen.end), None)
         if chosen is not None and (
             not head_noun
             or heads_question(text, chosen, spans)
@@ -177,6 +186,8 @@ class EncoderParser:
             synonym = self._synonyms.type_of(text, head, query.encoder)
             if synonym is not None:
                 text.claim(head.start, head.end, "target")
+                if chosen is not None and chosen.type_name == synonym:  # "architecture-independent … packages"
+                    text.claim(chosen.start, chosen.end, "target")
                 warnings.append(f"target type {synonym!r} read from {text.span_text(head.start, head.end)!r}")
                 return synonym, "synonym"
         if chosen is not None:
@@ -187,6 +198,18 @@ class EncoderParser:
         guessed = self._guess_target_type(query)
         warnings.append(f"no type word in the question; target type guessed as {guessed!r}")
         return guessed, "guess"
+
+    def _types_name_before(self, text: QuestionText, mention: TypeMention, spans: list[tuple[int, int]]) -> bool:
+        """Whether a name of a node of the mention's type ends right before it ("the hamradio section")."""
+        for start, end in spans:
+            if end == mention.start:
+                surface = text.span_text(start, end)
+                positions = self._lexicon().positions(surface, original=surface)
+                codes = (
+                    {int(c) for c in np.unique(self._stores.nodes.types[positions])} if positions.size else set()
+                )
+                return any(self._schema.node_types[c].name == mention.type_name for c in codes)
+        return False
 
     def _is_name(self, quoted: str) -> bool:
         return bool(self._lexicon().positions(quoted, original=quoted).size)
@@ -199,7 +222,7 @@ class EncoderParser:
         having = [
             node_type
             for node_type in self._schema.node_type_names
-            if self._spot_attributes(text.copy(), node_type)
+            if self._spot_attributes(text.copy(), node_type, False)  # a bare value may be a name's word
         ]
         return having[0] if len(having) == 1 else None
 

@@ -39,7 +39,7 @@ class ParseStep:
         self.encoder_parser = EncoderParser(
             stores,
             lookups.lexicon,
-            attribute_spotter=lambda text, node_type: self.spotter()(text, node_type),
+            attribute_spotter=lambda text, node_type, bare: self.spotter()(text, node_type, bare=bare),
             guess_target_type=self.guess_target_type,
         )
         self.parsers: dict[str, Parser] = {"encoder": parser or self.encoder_parser}

@@ -32,7 +32,8 @@ GENERIC_NOUNS = frozenset(
      "result", "results", "answer", "answers", "record", "records", "object", "objects", "kind", "kinds", "type",
      "types", "option", "options", "idea", "ideas"}
 )  # fmt: skip
-_WORD = re.compile(r"[a-z]+")
+_TOKEN = re.compile(r"[a-z][a-z0-9:_/.-]*[a-z0-9]|[a-z]")
+WH_WORDS = frozenset({"which", "what", "whose"})
 
 
 @dataclass(frozen=True)
@@ -55,24 +56,22 @@ class TypeSynonyms:
 
     @staticmethod
     def _description_words(schema: Schema) -> dict[str, set[str]]:
-        """Noun lemmas of each type's description, without those most descriptions share ("term", "node")."""
+        """The types whose descriptions use each noun lemma, for lemmas that some but not all descriptions use
+        ("term", "node" say nothing). Identifiers quoted as examples ("such as mail-transport-agent",
+        "role::program") are not words a user calls a type by, so compound tokens are skipped."""
         per_type = []
         for node_type in schema.node_types:
             lemmas = set()
-            for word in _WORD.findall(node_type.description.lower()):
-                if word not in FUNCTION_WORDS and len(word) > 3:
-                    lemmas.add(noun_lemma(word) or word)
+            for token in _TOKEN.findall(node_type.description.lower()):
+                if any(c in token for c in "-:_/.") or token in FUNCTION_WORDS or len(token) < MIN_NOUN_CHARS:
+                    continue
+                lemmas.add(noun_lemma(token) or token)
             per_type.append(lemmas)
-        counts: dict[str, int] = {}
-        for lemmas in per_type:
-            for lemma in lemmas:
-                counts[lemma] = counts.get(lemma, 0) + 1
         by_word: dict[str, set[str]] = {}
         for node_type, lemmas in zip(schema.node_types, per_type, strict=True):
             for lemma in lemmas:
-                if counts[lemma] == 1:
-                    by_word.setdefault(lemma, set()).add(node_type.name)
-        return by_word
+                by_word.setdefault(lemma, set()).add(node_type.name)
+        return {lemma: types for lemma, types in by_word.items() if len(types) < len(per_type)}
 
     def head_noun(self, text: QuestionText, name_spans: Sequence[tuple[int, int]]) -> HeadNoun | None:
         """The answer's noun after a question word: in the words up to the next function word or name, the first
@@ -87,9 +86,13 @@ class TypeSynonyms:
             for i in range(s, e)
         }
         words = text.words(0, len(text))
-        for i, word in [(-1, ""), *enumerate(words)]:  # the question may open with its noun phrase
-            if i >= 0 and (word not in QUESTION_WORDS or text.claimed[i] is not None):
-                continue
+        # Where the answer's noun phrase may start, most telling first: after a wh-word ("For the source package
+        # X, *which team* …"), after another question word ("list …", "looking for …"), at the question's start.
+        starts = [i for i, w in enumerate(words) if w in WH_WORDS and text.claimed[i] is None]
+        starts += [
+            i for i, w in enumerate(words) if w in QUESTION_WORDS and w not in WH_WORDS and text.claimed[i] is None
+        ]
+        for i in [*starts, -1]:
             j = i + 1
             while j < len(words) and words[j] in ("the", "a", "an", "all", "any", "some", "me", "of", "for"):
                 j += 1
@@ -107,6 +110,7 @@ class TypeSynonyms:
                 for k in range(j, end)
                 if len(words[k]) >= MIN_NOUN_CHARS and (lemma := noun_lemma(words[k])) is not None
             ]
+            nouns = [(k, lemma) for k, lemma in nouns if words[k] not in GENERIC_NOUNS]  # "which *ones* …"
             plural = [(k, lemma) for k, lemma in nouns if lemma != words[k]]
             chosen = plural[0] if plural else (nouns[0] if nouns else None)
             if chosen is not None:
@@ -119,6 +123,8 @@ class TypeSynonyms:
         described = self._described.get(head.lemma, set())
         if len(described) == 1:
             return next(iter(described))
+        # Named in several types' descriptions: one of those ("program": a package, or a tag's example value)
+        allowed = np.array([name in described for name in self._names]) if described else None
         vector = encoder.encode([text.span_text(head.start, head.end)])[0]
         cosines = self._type_vectors(encoder) @ vector
         by_name = np.exp((cosines - cosines.max()) / NAME_TEMPERATURE)
@@ -126,6 +132,9 @@ class TypeSynonyms:
         usage = self._usage().shares(noun_forms(head.lemma)) if self._usage is not None else None
         if usage is not None:
             evidence = evidence * usage
+        if allowed is not None:
+            evidence = evidence * allowed
+        if usage is not None or allowed is not None:
             if not evidence.any():
                 return None
             evidence = evidence / evidence.sum()

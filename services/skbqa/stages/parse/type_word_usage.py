@@ -17,7 +17,7 @@ from skbqa.stores.nodes import NodeTable
 # The opening characters of a node's text that are read: where a definition or a one-line description states
 # what the node is. Beyond it a text talks about other things ("… in patients with a *disorder* of …").
 OPENING_CHARS = 160
-MIN_NODES = 3  # a word fewer nodes of a type use says nothing about that type
+MIN_NODES = 10  # a word fewer nodes of a type use says nothing about that type (a small type wins on a handful)
 _WORD = re.compile(r"[a-z]+")
 
 
