@@ -19,6 +19,7 @@ from skbqa.stages.rerank.llm_common import UsageMeter
 EXPECTED = {
     "skbqa_stage_seconds": ("histogram", {"stage", "strategy", "status"}),
     "skbqa_queue_wait_seconds": ("histogram", {"stage"}),
+    "skbqa_publish_seconds": ("histogram", {"stage"}),
     "skbqa_errors": ("counter", {"stage", "kind"}),
     "skbqa_request_seconds": ("histogram", {"rpc", "status"}),
     "skbqa_inflight": ("gauge", {"service"}),

@@ -85,6 +85,13 @@ SPECS: tuple[MetricSpec, ...] = (
         ("stage",),
         LATENCY_BUCKETS,
     ),
+    MetricSpec(
+        "skbqa_publish_seconds",
+        "histogram",
+        "Time a stage took to publish one request's outputs durably (not part of its stage time)",
+        ("stage",),
+        LATENCY_BUCKETS,
+    ),
     MetricSpec("skbqa_errors_total", "counter", "Errors by stage and kind", ("stage", "kind")),
     MetricSpec(
         "skbqa_request_seconds",
@@ -159,6 +166,10 @@ class Metrics:
         """One observation per stage of a `QueryContext.timings` dict (stage name -> seconds)."""
         for stage, seconds in timings.items():
             self.observe_stage(stage, strategy, seconds, status)
+
+    def observe_publish(self, stage: str, seconds: float) -> None:
+        if _usable(seconds):
+            self._labels("skbqa_publish_seconds", stage).observe(seconds)
 
     def observe_queue_wait(self, stage: str, seconds: float) -> None:
         # Producer and consumer clocks differ across hosts: a small negative wait means "no wait".

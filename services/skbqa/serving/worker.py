@@ -203,9 +203,13 @@ class StageWorker:
                 self._dead_letter(message, request, code, text, exc)
                 self._observe(request, started, "error")
                 return
-            self._publish(output)
-            self._done.add(request.request_id)
+            # the stage's own time ends here; the publish is its own figure (the next stage's queue wait starts
+            # when the output is on the bus), so stage + publish + queue waits add up to the request's time
             self._observe(request, started, "ok")
+            published = time.perf_counter()
+            self._publish(output)
+            self._metrics.observe_publish(role, time.perf_counter() - published)
+            self._done.add(request.request_id)
             self.processed += 1
             return
 

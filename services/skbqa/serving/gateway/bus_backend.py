@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -130,6 +131,8 @@ class BusBackend:
                 self._stop.wait(0.5)
                 continue
             for message in messages:
+                if message.timestamp_ms:  # the last hop: answer published → read by this gateway
+                    metrics.observe_queue_wait("gateway", time.time() - message.timestamp_ms / 1000)
                 envelope = AnswerEnvelope.FromString(message.value)
                 if envelope.gateway_id and envelope.gateway_id != self.gateway_id:
                     continue
