@@ -328,7 +328,7 @@ class SkbqaServicer(api_pb2_grpc.SkbqaServicer):
         except TimeoutError:
             raise _Aborted(
                 DEADLINE_EXCEEDED,
-                f"the request was not accepted within {timeout:.1f} s (request {message.request_id})",
+                f"no answer within {timeout:.1f} s: the bus had not taken the request (request {message.request_id})",
             ) from None
         except Exception as exc:  # the bus refused the request: nothing was accepted, say so
             code, text = status_for(exc, message.request_id)
