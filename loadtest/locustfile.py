@@ -1,4 +1,4 @@
-"""Locust load test of the skbqa public gRPC API (`skbqa.v1.Skbqa`: Ask, AskStream, Explain).
+"""Locust load test of the skbqa public gRPC API (`skbqa.v1.Skbqa`: Ask, AskStream, Explain), through the client SDK.
 
     locust -f loadtest/locustfile.py --headless --host 127.0.0.1:50051 -u 8 -r 4 -t 60s
     python loadtest/headless.py --host 127.0.0.1:50051          # the same, plus a figures summary (docs/loadtest.md)
@@ -43,7 +43,7 @@ import grpc  # noqa: E402
 from locust import User, between, constant, events  # noqa: E402
 from locust.env import Environment  # noqa: E402
 
-from skbqa.v1 import api_pb2, api_pb2_grpc  # noqa: E402
+from skbqa.client import ClientOptions, ServerError, SkbqaClient  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_WEIGHTS = {"ask": 6, "stream": 3, "explain": 1}
@@ -221,70 +221,62 @@ def _short_name(method: str | bytes) -> str:
 # ------------------------------------------------------------------------------------------------------- users
 
 
-def _channel(target: str) -> grpc.Channel:
-    options = [("grpc.max_receive_message_length", 16 * 1024 * 1024)]
+def client_options(target: str) -> ClientOptions:
+    """The SDK's options for a load-test user: no retries (a failure is a figure, not something to hide), the
+    load test's deadline, token and TLS directory."""
     tls_dir = _env("TLS_DIR")
-    if not tls_dir:
-        return grpc.insecure_channel(target, options=options)
-    directory = Path(tls_dir)
-    cert, key = directory / "tls.crt", directory / "tls.key"
-    credentials = grpc.ssl_channel_credentials(
-        root_certificates=(directory / "ca.crt").read_bytes(),
-        private_key=key.read_bytes() if key.is_file() else None,
-        certificate_chain=cert.read_bytes() if cert.is_file() else None,
+    directory = Path(tls_dir) if tls_dir else None
+    cert = directory / "tls.crt" if directory else None
+    key = directory / "tls.key" if directory else None
+    with_client_cert = bool(cert and key and cert.is_file() and key.is_file())
+    return ClientOptions(
+        target,
+        token=_env("TOKEN") or None,
+        tls_ca=directory / "ca.crt" if directory else None,
+        tls_cert=cert if with_client_cert else None,
+        tls_key=key if with_client_cert else None,
+        deadline_s=DEADLINE_S,
+        retries=0,
     )
-    return grpc.secure_channel(target, credentials, options=options)
 
 
-class GrpcUser(User):
-    """A gRPC user: one channel per user, every call through the `LocustInterceptor`. Subclasses set `stub_class`."""
+class SkbqaUser(User):
+    """Asks the corpus' questions in turn (each user from its own random start) with weighted RPCs, through the
+    client SDK (one client per user); every call is recorded by the `LocustInterceptor` on its channel."""
 
-    abstract = True
-    stub_class: Any = None
+    abstract = False
+    wait_time = parse_wait(_env("WAIT", "0"))
 
     def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
         if not self.host:
             raise ValueError("set the gateway address: --host HOST:PORT or LOCUST_HOST")
         target = self.host.removeprefix("grpc://").removeprefix("http://").rstrip("/")
-        self._channel = _channel(target)
-        intercepted = grpc.intercept_channel(self._channel, LocustInterceptor(environment, VALIDATORS))
-        self.stub = self.stub_class(intercepted)
-
-    def on_stop(self) -> None:
-        self._channel.close()
-
-
-class SkbqaUser(GrpcUser):
-    """Asks the corpus' questions in turn (each user from its own random start) with weighted RPCs."""
-
-    stub_class = api_pb2_grpc.SkbqaStub
-    wait_time = parse_wait(_env("WAIT", "0"))
+        self.client = SkbqaClient(
+            client_options(target), interceptors=[LocustInterceptor(environment, VALIDATORS)]
+        )
 
     def on_start(self) -> None:
         self._questions = itertools.cycle(random.sample(QUESTIONS, len(QUESTIONS)))
-        token = _env("TOKEN")
-        self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
 
-    def _request(self) -> api_pb2.AskRequest:
-        return api_pb2.AskRequest(question=next(self._questions), strategy=STRATEGY, k=K)
+    def on_stop(self) -> None:
+        self.client.close()
 
-    # The interceptor records every call; an RpcError is already a Locust failure, so it is not raised again here
+    # The interceptor records every call; a failed call is already a Locust failure, so it is not raised again here
     # (that would count it twice and log a traceback per call).
 
     def ask(self) -> None:
-        with contextlib.suppress(grpc.RpcError):
-            self.stub.Ask(self._request(), timeout=DEADLINE_S, metadata=self._metadata)
+        with contextlib.suppress(ServerError):
+            self.client.ask(next(self._questions), strategy=STRATEGY, k=K)
 
     def ask_stream(self) -> None:
-        with contextlib.suppress(grpc.RpcError):
-            for _ in self.stub.AskStream(self._request(), timeout=DEADLINE_S, metadata=self._metadata):
+        with contextlib.suppress(ServerError):
+            for _ in self.client.ask_stream(next(self._questions), strategy=STRATEGY, k=K):
                 pass
 
     def explain(self) -> None:
-        request = api_pb2.ExplainRequest(ask=self._request())
-        with contextlib.suppress(grpc.RpcError):
-            self.stub.Explain(request, timeout=DEADLINE_S, metadata=self._metadata)
+        with contextlib.suppress(ServerError):
+            self.client.explain(next(self._questions), strategy=STRATEGY, k=K)
 
     # weighted tasks (a weight of 0 leaves the RPC out)
     tasks: ClassVar[dict[Callable[..., None], int]] = {

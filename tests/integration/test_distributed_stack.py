@@ -154,6 +154,25 @@ def test_bad_input_refused_by_the_gateway(stub) -> None:
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
+def test_eval_against_the_stack_gives_the_in_process_metrics(stack, biomed_sample_engine, tmp_path) -> None:
+    """`skbqa eval --server` through the gateway, every stage in its own process, several questions in flight."""
+    from skbqa.cli.main import main
+
+    reports = {}
+    for name, target in (
+        ("local", ["--index", str(biomed_sample_engine.stores.directory)]),
+        ("stack", ["--server", f"127.0.0.1:{stack.ports['gateway']}", "--concurrency", "4"]),
+    ):
+        out = tmp_path / f"{name}.json"
+        argv = ["eval", *target, "--qa", str(SAMPLE_BUNDLE / "qa.jsonl"), "--strategy", "hybrid,af"]
+        assert main([*argv, "--json", str(out)]) == 0
+        reports[name] = json.loads(out.read_text())["strategies"]
+    for strategy in ("hybrid", "af"):
+        assert reports["stack"][strategy]["metrics"] == reports["local"][strategy]["metrics"], strategy
+        assert reports["stack"][strategy]["by_target_type"] == reports["local"][strategy]["by_target_type"]
+    assert reports["stack"]["af"]["answered_by"].startswith("server ")
+
+
 def test_prometheus_gives_per_stage_p50_p95(stack, stub) -> None:
     for question in QUESTIONS[:10]:
         stub.Ask(api_pb2.AskRequest(question=question), timeout=60)

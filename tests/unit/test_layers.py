@@ -1,7 +1,7 @@
 """The package's floors, read from its imports with `ast`, so the layout stays as README's Layout section draws it.
 
 Floors, top to bottom: cli → eval, serving, devstack → engine → strategies → stages, ingest, synth → stores,
-models, bus, observability → query, skb, common, v1. A module may import its own floor and the floors below it;
+models, bus, observability, client → query, skb, common, v1. A module may import its own floor and the floors below it;
 no two modules may import each other, directly or through others (lazy imports inside functions count too).
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "services" / "skbqa"
 FLOORS: dict[str, int] = {
     **dict.fromkeys(("v1", "common", "query", "skb"), 0),
-    **dict.fromkeys(("stores", "models", "bus", "observability"), 1),
+    **dict.fromkeys(("stores", "models", "bus", "observability", "client"), 1),
     **dict.fromkeys(("stages", "ingest", "synth"), 2),
     "strategies": 3,
     "engine": 4,

@@ -15,6 +15,7 @@ from typing import Any
 
 from skbqa.cli.backends import add_backend_parsers, run_load_milvus, run_load_nebula
 from skbqa.cli.grape import add_train_grape_parser, run_train_grape
+from skbqa.cli.remote import add_target_arguments, open_client, refuse_remote_flags
 from skbqa.cli.sage import add_build_sage_parser, run_build_sage
 from skbqa.cli.serve import add_serve_parser, run_serve
 from skbqa.cli.stack import add_stack_parser, run_stack
@@ -57,8 +58,8 @@ def _parser() -> argparse.ArgumentParser:
         help="approximate (faiss IVF) vector index: auto = for sets of 200k vectors or more",
     )
 
-    p = sub.add_parser("ask", help="answer one question")
-    p.add_argument("--index", type=Path, required=True)
+    p = sub.add_parser("ask", help="answer one question (in this process, or by a server with --server)")
+    add_target_arguments(p)
     p.add_argument("question")
     p.add_argument("--strategy", default=DEFAULT_STRATEGY, choices=STRATEGIES)
     p.add_argument("--k", type=int, default=20)
@@ -80,8 +81,8 @@ def _parser() -> argparse.ArgumentParser:
         "--explain", action="store_true", help="print the parsed query, every score and the evidence per answer"
     )
 
-    p = sub.add_parser("eval", help="STaRK metrics and latency over a QA file")
-    p.add_argument("--index", type=Path, required=True)
+    p = sub.add_parser("eval", help="STaRK metrics and latency over a QA file (in this process, or of a server)")
+    add_target_arguments(p)
     p.add_argument("--qa", type=Path, required=True)
     p.add_argument(
         "--strategy",
@@ -105,6 +106,13 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         metavar="OUT.jsonl",
         help="write one line per question and strategy: the parse, the evidence, the rank of the first correct answer",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --server: questions in flight at once (latency is then measured under that load)",
     )
 
     p = sub.add_parser("demo", help="ingest a bundle if needed, answer its questions and show why")
@@ -162,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except SkbqaError as exc:
         print(f"skbqa: error: {exc}", file=sys.stderr)
-        return 1
+        return 2 if getattr(exc, "bad_input", False) else 1  # a server's INVALID_ARGUMENT is bad input too
     except KeyboardInterrupt:
         print("skbqa: interrupted", file=sys.stderr)
         return 130
@@ -198,15 +206,26 @@ def _ingest(args: argparse.Namespace) -> int:
 
 
 def _ask(args: argparse.Namespace) -> int:
-    from skbqa.engine.embedded import EmbeddedEngine
-
     options = parse_options(args.option)
-    engine = EmbeddedEngine.open(args.index, chat=_chat(args))
-    result = engine.ask(args.question, strategy=args.strategy, k=args.k, options=options)
+    if args.server:
+        if args.llm:
+            raise InvalidInputError("--llm is the server's setting (skbqa serve --llm), not the client's")
+        with open_client(args) as client:
+            result = client.ask(args.question, strategy=args.strategy, k=args.k, options=options)
+        took = (
+            f"{result.client_ms:.0f} ms at the client, {result.timings_ms.get('total', 0.0):.0f} ms at the server"
+        )
+    else:
+        from skbqa.engine.embedded import EmbeddedEngine
+
+        refuse_remote_flags(args)
+        engine = EmbeddedEngine.open(args.index, chat=_chat(args))
+        result = engine.ask(args.question, strategy=args.strategy, k=args.k, options=options)
+        took = f"{result.timings_ms['total']:.0f} ms"
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
         return 0
-    print(f"Q: {result.question}   [{result.strategy}, {result.timings_ms['total']:.0f} ms]")
+    print(f"Q: {result.question}   [{result.strategy}, {took}]")
     if args.explain:
         print_explanation(result)
     for item in result.items:
@@ -227,7 +246,6 @@ def _chat(args: argparse.Namespace) -> Any:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from skbqa.engine.embedded import EmbeddedEngine
     from skbqa.eval.runner import compare, evaluate_strategy
     from skbqa.skb.qa import load_qa
 
@@ -239,10 +257,12 @@ def _eval(args: argparse.Namespace) -> int:
         )
     if args.limit is not None and args.limit < 1:
         raise InvalidInputError("--limit must be at least 1")
+    if args.concurrency < 1:
+        raise InvalidInputError("--concurrency must be at least 1")
     items = load_qa(args.qa, split=args.split)[: args.limit]
-    engine = EmbeddedEngine.open(args.index, chat=_chat(args))
-    engine.warm(*(parse_spec(s)[0] for s in strategies))  # first-use builds stay out of the latency figures
     with contextlib.ExitStack() as stack:
+        answerer = _answerer(args, stack)
+        answerer.warm(*(parse_spec(s)[0] for s in strategies))  # first-use work stays out of the latency figures
         on_question = None
         if args.per_question:
             args.per_question.parent.mkdir(parents=True, exist_ok=True)
@@ -250,7 +270,13 @@ def _eval(args: argparse.Namespace) -> int:
             on_question = lambda record: out.write(json.dumps(record, default=str) + "\n")  # noqa: E731
         reports = [
             evaluate_strategy(
-                engine, items, s, depth=args.depth, progress=sys.stderr.isatty(), on_question=on_question
+                answerer,
+                items,
+                s,
+                depth=args.depth,
+                progress=sys.stderr.isatty(),
+                on_question=on_question,
+                concurrency=args.concurrency,
             )
             for s in strategies
         ]
@@ -260,6 +286,22 @@ def _eval(args: argparse.Namespace) -> int:
         args.json_out.parent.mkdir(parents=True, exist_ok=True)
         args.json_out.write_text(json.dumps(summary, indent=2))
     return 0
+
+
+def _answerer(args: argparse.Namespace, stack: contextlib.ExitStack[Any]) -> Any:
+    """Who answers `skbqa eval`: a server through the client SDK (--server), else the engine in this process."""
+    from skbqa.eval.answerers import EngineAnswerer, ServerAnswerer
+
+    if args.server:
+        if args.llm:
+            raise InvalidInputError("--llm is the server's setting (skbqa serve --llm), not the client's")
+        return ServerAnswerer(stack.enter_context(open_client(args)))
+    refuse_remote_flags(args)
+    if args.concurrency > 1:
+        raise InvalidInputError("--concurrency applies with --server (the engine here answers one at a time)")
+    from skbqa.engine.embedded import EmbeddedEngine
+
+    return EngineAnswerer(EmbeddedEngine.open(args.index, chat=_chat(args)))
 
 
 def _print_eval(summary: dict[str, Any]) -> None:
@@ -274,6 +316,12 @@ def _print_eval(summary: dict[str, Any]) -> None:
             f"{name:<{width}} {report['n']:>5} "
             + " ".join(f"{m[n]:>9.2f}" for n in names)
             + f" {lat['p50']:>8.1f} {lat['p95']:>8.1f}"
+        )
+    first = next(iter(summary["strategies"].values()))
+    if first.get("answered_by", "in-process") != "in-process":
+        rates = ", ".join(f"{n} {r['throughput_qps']:.1f} q/s" for n, r in summary["strategies"].items())
+        print(
+            f"answered by {first['answered_by']}, {first['concurrency']} in flight; latency at the client; {rates}"
         )
     if len(summary["strategies"]) > 1:
         print(f"ratios vs {summary['baseline']}:")

@@ -9,9 +9,9 @@ from __future__ import annotations
 import time
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from skbqa.common.answer import Answer, AnswerItem
 from skbqa.common.errors import InvalidInputError, clip
 from skbqa.query.context import Candidate, QueryContext, Strategy
 from skbqa.query.encoder import Encoder
@@ -21,32 +21,6 @@ from skbqa.strategies.explain import reason
 MAX_QUESTION_CHARS = 4000
 MAX_RAW_QUESTION_CHARS = 2 * MAX_QUESTION_CHARS  # before normalisation (see clean_question)
 MAX_K = 1000
-
-
-@dataclass
-class AnswerItem:
-    rank: int
-    node_id: int
-    name: str
-    type: str
-    score: float
-    source: str
-    why: str
-    scores: dict[str, float] = field(default_factory=dict)
-    evidence: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class Answer:
-    question: str
-    strategy: str
-    k: int
-    items: list[AnswerItem]
-    timings_ms: dict[str, float]
-    notes: dict[str, Any] = field(default_factory=dict)  # strategy reports: the parsed query, scope, reranking
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def clean_question(question: object) -> str:

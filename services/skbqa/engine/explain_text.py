@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from skbqa.engine.answers import Answer, AnswerItem
+from skbqa.common.answer import Answer, AnswerItem
 
 
 def _symbol(parsed: dict[str, Any], name: str) -> str:

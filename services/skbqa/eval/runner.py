@@ -1,4 +1,4 @@
-"""`skbqa eval`: run strategies over a QA file in one process and report STaRK metrics, latency and ratios.
+"""`skbqa eval`: run strategies over a QA file (in this process, or against a server) and report STaRK metrics, latency and ratios.
 
 With several strategies, every strategy answers the same questions in the same process, and the report gives
 each metric (and p50 latency) as a ratio against the first strategy — the baseline measured in the same run.
@@ -7,12 +7,15 @@ each metric (and p50 latency) as a ratio against the first strategy — the base
 from __future__ import annotations
 
 import logging
+import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from skbqa.engine.embedded import EmbeddedEngine
+from skbqa.eval.answerers import Answerer, as_answerer
 from skbqa.eval.metrics import METRIC_NAMES, mean_metrics, percentiles, question_metrics
 from skbqa.eval.specs import parse_spec
 from skbqa.skb.model import QAItem
@@ -35,6 +38,9 @@ class StrategyReport:
     # What the LLM path really did: calls, tokens, and how often it fell back (a row whose parser always fell
     # back measures the encoder parser, and the report must say so).
     llm: dict[str, int] = field(default_factory=dict)
+    answered_by: str = "in-process"  # or "server HOST:PORT" (latency then measured at the client)
+    throughput_qps: float = 0.0  # questions answered per second of wall time, at `concurrency` in flight
+    concurrency: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -46,15 +52,10 @@ class StrategyReport:
             **({"by_family": self.by_family} if self.by_family else {}),
             "skipped_questions": self.skipped,
             **({"llm": self.llm} if self.llm else {}),
+            "answered_by": self.answered_by,
+            "throughput_qps": self.throughput_qps,
+            "concurrency": self.concurrency,
         }
-
-
-def target_type_of(engine: EmbeddedEngine, item: QAItem) -> str:
-    declared = item.meta.get("target_type")
-    if isinstance(declared, str) and declared:
-        return declared
-    positions = engine.stores.nodes.positions(item.answers[:1])
-    return engine.stores.nodes.type_name(int(positions[0])) if positions.size and positions[0] >= 0 else "unknown"
 
 
 def family_of(item: QAItem) -> str | None:
@@ -103,45 +104,52 @@ def question_record(
 
 
 def evaluate_strategy(
-    engine: EmbeddedEngine,
+    source: EmbeddedEngine | Answerer,
     items: Sequence[QAItem],
     strategy: str,
     *,
     depth: int = DEFAULT_EVAL_DEPTH,
     progress: bool = False,
     on_question: Callable[[dict[str, Any]], None] | None = None,
+    concurrency: int = 1,
 ) -> StrategyReport:
+    """Score `strategy` on `items`, asked of an engine in this process or of a server (`ServerAnswerer`);
+    `concurrency` questions are in flight at once (results are kept in question order)."""
+    answerer = as_answerer(source)
     name, options = parse_spec(strategy)
+    scored = [(item, known) for item in items if (known := answerer.known_answers(item))]
+    skipped = len(items) - len(scored)  # every answer is outside this index: nothing can be scored
+
+    def ask(entry: tuple[QAItem, list[int]]) -> tuple[Any, float]:
+        return answerer.ask(entry[0].question, strategy=name, k=depth, options=options)
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        answered: Iterable[tuple[Any, float]] = pool.map(ask, scored) if concurrency > 1 else map(ask, scored)
+        if progress:
+            from tqdm import tqdm
+
+            answered = tqdm(answered, total=len(scored), desc=f"eval {strategy}", unit="q", leave=False)
+        results = list(answered)
+    wall_s = time.perf_counter() - started
+
     rows: list[dict[str, float]] = []
     per_type: dict[str, list[dict[str, float]]] = defaultdict(list)
     per_family: dict[str, list[dict[str, float]]] = defaultdict(list)
     totals: list[float] = []
     stages: dict[str, list[float]] = defaultdict(list)
-    skipped = 0
     llm: dict[str, int] = {}
-    iterator: Any = items
-    if progress:
-        from tqdm import tqdm
-
-        iterator = tqdm(items, desc=f"eval {strategy}", unit="q", leave=False)
-    for item in iterator:
-        known = [
-            a for a, p in zip(item.answers, engine.stores.nodes.positions(item.answers), strict=True) if p >= 0
-        ]
-        if not known:
-            skipped += 1  # every answer is outside this index: nothing can be scored
-            continue
-        result = engine.ask(item.question, strategy=name, k=depth, options=options)
+    for (item, known), (result, latency_ms) in zip(scored, results, strict=True):
         row = question_metrics([a.node_id for a in result.items], known)
         rows.append(row)
-        target_type = target_type_of(engine, item)
+        target_type = answerer.target_type(item)
         per_type[target_type].append(row)
         family = family_of(item)
         if family is not None:
             per_family[family].append(row)
         if on_question is not None:
             on_question(question_record(strategy, item, result, known, target_type))
-        totals.append(result.timings_ms["total"])
+        totals.append(latency_ms)
         _count_llm(llm, result.notes)
         for stage, ms in result.timings_ms.items():
             if stage != "total":
@@ -153,7 +161,19 @@ def evaluate_strategy(
         latency[stage] = percentiles(values)
     by_type = {t: {"n": len(r), **mean_metrics(r)} for t, r in sorted(per_type.items())}
     by_family = {f: {"n": len(r), **mean_metrics(r)} for f, r in sorted(per_family.items())}
-    return StrategyReport(strategy, len(rows), mean_metrics(rows), latency, by_type, skipped, by_family, llm)
+    return StrategyReport(
+        strategy,
+        len(rows),
+        mean_metrics(rows),
+        latency,
+        by_type,
+        skipped,
+        by_family,
+        llm,
+        answered_by=answerer.where,
+        throughput_qps=round(len(rows) / wall_s, 3) if wall_s > 0 and rows else 0.0,
+        concurrency=max(1, concurrency),
+    )
 
 
 def _count_llm(totals: dict[str, int], notes: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from skbqa.engine.answers import Answer, AnswerItem
+from skbqa.common.answer import Answer, json_object
 from skbqa.query.context import Candidate
 from skbqa.query.grounded import GroundingResult, ScopeResult, TripletEvidence
 from skbqa.query.structured import AttributeConstraint, Scalar, StructuredQuery, Symbol, Triplet
@@ -35,8 +35,7 @@ def to_json(value: Any) -> str:
     return json.dumps(value, default=_plain, ensure_ascii=False, separators=(",", ":"))
 
 
-def from_json(text: str) -> Any:
-    return json.loads(text) if text else {}
+from_json = json_object
 
 
 # ---------------------------------------------------------------------------------------------- structured query
@@ -247,29 +246,4 @@ def answer_to_proto(answer: Answer, request_id: str = "", *, partial: bool = Fal
         notes_json=to_json(answer.notes),
         partial=partial,
         degraded=bool(answer.notes.get("degraded")),
-    )
-
-
-def answer_from_proto(message: api_pb2.AskResponse) -> Answer:
-    items = [
-        AnswerItem(
-            rank=i.rank,
-            node_id=i.node_id,
-            name=i.name,
-            type=i.type,
-            score=i.score,
-            source=i.source,
-            why=i.why,
-            scores=dict(i.scores),
-            evidence=from_json(i.evidence_json),
-        )
-        for i in message.items
-    ]
-    return Answer(
-        message.question,
-        message.strategy,
-        message.k,
-        items,
-        dict(message.timings_ms),
-        from_json(message.notes_json),
     )

@@ -24,10 +24,10 @@ from typing import Any
 
 import grpc
 
+from skbqa.common.answer import answer_from_proto
 from skbqa.common.errors import InvalidInputError
 from skbqa.engine.explain_text import explanation
 from skbqa.observability.metrics import get_metrics
-from skbqa.serving import codec
 from skbqa.serving.gateway.backends import Backend, Waiter
 from skbqa.serving.gateway.call_guard import ClientIdentifier
 from skbqa.serving.requests import fingerprint, new_request
@@ -215,7 +215,7 @@ class SkbqaServicer(api_pb2_grpc.SkbqaServicer):
             for event in self._answer(request.ask, context, stream=False):
                 if not event.partial:
                     return api_pb2.ExplainResponse(
-                        answer=event, explanation=explanation(codec.answer_from_proto(event))
+                        answer=event, explanation=explanation(answer_from_proto(event))
                     )
         raise AssertionError("unreachable")
 

@@ -1,0 +1,101 @@
+"""What the sync and asyncio clients share: the requests they send, the retry policy, and the deadline that
+bounds a whole call (every attempt and every pause between them).
+
+Retries happen on UNAVAILABLE only, with exponential backoff and jitter (tenacity). A call keeps its request id
+across attempts, so a server that did answer the first attempt (the reply was lost) answers the retry from its
+replay cache instead of computing it again.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any, TypedDict
+
+from tenacity import retry_if_exception, stop_after_attempt, stop_before_delay, wait_exponential_jitter
+
+from skbqa.client.errors import ServerError
+from skbqa.client.options import ClientOptions
+from skbqa.v1 import api_pb2
+
+DEFAULT_K = 20
+
+
+def ask_request(
+    question: str,
+    *,
+    strategy: str = "",
+    k: int = DEFAULT_K,
+    options: Mapping[str, object] | None = None,
+    request_id: str | None = None,
+) -> api_pb2.AskRequest:
+    """An AskRequest; option values travel as text, as on the CLI (`--option alpha=0.5`)."""
+    return api_pb2.AskRequest(
+        question=question,
+        strategy=strategy,
+        k=k,
+        options={str(key): _option_text(value) for key, value in (options or {}).items()},
+        request_id=request_id or uuid.uuid4().hex,
+    )
+
+
+class AskSettings(TypedDict, total=False):
+    """What a question may carry besides its text (every call of both clients takes these)."""
+
+    strategy: str  # "" = the server's default (af)
+    k: int
+    options: Mapping[str, object]  # per-request strategy options, e.g. {"alpha": 0.5}
+    request_id: str  # a retried call keeps it; default: a fresh one per call
+    deadline_s: float  # this call's deadline, retries included; default: the client's
+
+
+def prepare(question: str, settings: AskSettings, options: ClientOptions) -> tuple[api_pb2.AskRequest, Deadline]:
+    request = ask_request(
+        question,
+        strategy=settings.get("strategy", ""),
+        k=settings.get("k", DEFAULT_K),
+        options=settings.get("options"),
+        request_id=settings.get("request_id"),
+    )
+    return request, Deadline(settings.get("deadline_s") or options.deadline_s)
+
+
+def _option_text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class Deadline:
+    """The end of one logical call; each attempt gets what is left of it."""
+
+    def __init__(self, seconds: float) -> None:
+        self.started = time.monotonic()
+        self.seconds = seconds
+        self.attempts = 0
+
+    def next_attempt(self) -> float:
+        """Seconds the next attempt may take; DEADLINE_EXCEEDED when none are left."""
+        self.attempts += 1
+        remaining = self.seconds - (time.monotonic() - self.started)
+        if remaining <= 0:
+            raise ServerError("DEADLINE_EXCEEDED", f"no answer within {self.seconds:g} s", self.attempts)
+        return remaining
+
+    def elapsed_ms(self) -> float:
+        return (time.monotonic() - self.started) * 1000.0
+
+
+def retry_policy(options: ClientOptions, deadline: Deadline) -> dict[str, Any]:
+    """Keyword arguments for tenacity's Retrying / AsyncRetrying: retry UNAVAILABLE, never past the deadline."""
+    return {
+        "retry": retry_if_exception(lambda error: isinstance(error, ServerError) and error.retryable),
+        "stop": stop_after_attempt(options.retries + 1) | stop_before_delay(deadline.seconds),
+        "wait": wait_exponential_jitter(initial=options.backoff_initial_s, max=options.backoff_max_s),
+        "reraise": True,
+    }
+
+
+def no_event_error(attempts: int) -> ServerError:
+    return ServerError("INTERNAL", "the stream ended without an answer", attempts)
