@@ -214,9 +214,7 @@ class SkbqaServicer(api_pb2_grpc.SkbqaServicer):
         with self._call("Explain", context):
             for event in self._answer(request.ask, context, stream=False):
                 if not event.partial:
-                    return api_pb2.ExplainResponse(
-                        answer=event, explanation=explanation(answer_from_proto(event))
-                    )
+                    return api_pb2.ExplainResponse(answer=event, explanation=explanation(answer_from_proto(event)))
         raise AssertionError("unreachable")
 
     def IndexStatus(
