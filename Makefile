@@ -8,7 +8,7 @@ PIP_INSTALL := $(BIN)/pip install --disable-pip-version-check -q
 
 .DEFAULT_GOAL := help
 .PHONY: help demo test test-slow lint protos helm-check loadtest stack-up stack-down bench-biomed bench-af \
-	bench-distributed fuzz clean
+	bench-distributed fuzz images clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -36,6 +36,10 @@ test: $(VENV)/.installed-dev ## install with test extras and run the default tes
 
 test-slow: $(VENV)/.installed-dev ## the slow suites (scale sanity, larger Milvus runs)
 	$(BIN)/pytest -m slow
+
+images: $(VENV)/.installed-dev ## build every image (docker/Dockerfile) on a local Debian base; sizes and times to bench/results/images.json
+	scripts/install_image_tools.sh
+	$(BIN)/python scripts/images.py build
 
 lint: $(VENV)/.installed-dev ## ruff lint + format check + mypy
 	$(BIN)/ruff check services tests scripts bench loadtest
