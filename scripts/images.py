@@ -175,6 +175,8 @@ def build(
                     [
                         "docker",
                         "build",
+                        "--network",
+                        "host",  # the daemon has no bridge: build steps reach the package registries as the host does
                         "-f",
                         "docker/Dockerfile",
                         "--target",
