@@ -93,11 +93,16 @@ class Containers:
         return cid
 
     def logs(self, cid: str) -> str:
-        return subprocess.run(["docker", "logs", "--tail", "40", cid], env=self.env, capture_output=True, text=True).stderr
+        return subprocess.run(
+            ["docker", "logs", "--tail", "40", cid], env=self.env, capture_output=True, text=True
+        ).stderr
 
     def running(self, cid: str) -> bool:
         state = subprocess.run(
-            ["docker", "inspect", "--format", "{{.State.Running}}", cid], env=self.env, capture_output=True, text=True
+            ["docker", "inspect", "--format", "{{.State.Running}}", cid],
+            env=self.env,
+            capture_output=True,
+            text=True,
         )
         return state.stdout.strip() == "true"
 
@@ -199,7 +204,9 @@ def test_distributed_form_in_containers_gives_the_embedded_answers(
         )  # fmt: skip
         encoder = f"triton://127.0.0.1:{triton_grpc}/skbqa_encoder"
         common = ["--index", "/index", "--bus", f"kafka://{broker.bootstrap}", "--host", "127.0.0.1"]
-        ports = {role: free_port() for role in ("gateway", "parser", "symbols", "grounding", "ranking", "reranker")}
+        ports = {
+            role: free_port() for role in ("gateway", "parser", "symbols", "grounding", "ranking", "reranker")
+        }
         cids = [triton]
         _wait_for_triton(triton_http, triton, containers)
         for role, port in ports.items():

@@ -260,9 +260,13 @@ directory) so it sees the directory the Job swaps in. */}}
 {{- end -}}
 
 {{/* The same, in another image that has Python (the Ray pods pull only the Ray image):
-(dict "root" $ "image" ref "pullPolicy" policy). */}}
+(dict "root" $ "image" ref "pullPolicy" policy). With index.delivery objectStore it is the init container that
+fetches the published index onto the pod's own volume instead (waiting until the ingest Job has published one). */}}
 {{- define "skbqa.waitForIndexWith" -}}
 {{- $root := .root -}}
+{{- if eq $root.Values.index.delivery "objectStore" -}}
+{{- include "skbqa.fetchIndex" . -}}
+{{- else -}}
 - name: wait-for-index
   image: {{ .image }}
   imagePullPolicy: {{ .pullPolicy }}
@@ -291,6 +295,105 @@ directory) so it sees the directory the Job swaps in. */}}
     - name: index
       mountPath: {{ $root.Values.index.mountPath }}
       readOnly: true
+{{- end -}}
+{{- end -}}
+
+{{/* `skbqa index pull`: the published index onto this pod's emptyDir, every file checked against the manifest
+(index.delivery objectStore). It waits for a publication, so a pod that starts before the ingest Job has finished
+waits here, as with a volume. */}}
+{{- define "skbqa.fetchIndex" -}}
+{{- $root := .root -}}
+- name: fetch-index
+  image: {{ .image }}
+  imagePullPolicy: {{ .pullPolicy }}
+  command: ["skbqa"]
+  args:
+    - index
+    - pull
+    - --from
+    - {{ $root.Values.index.objectStore.url | quote }}
+    - --index
+    - {{ include "skbqa.indexPath" $root }}
+    - --wait
+  env:
+    {{- include "skbqa.objectStoreEnv" $root | nindent 4 }}
+  {{- include "skbqa.objectStoreEnvFrom" $root | nindent 2 }}
+  resources:
+    requests:
+      cpu: 100m
+      memory: 256Mi
+    limits:
+      cpu: "1"
+      memory: 1Gi
+  securityContext:
+    {{- include "skbqa.containerSecurityContext" $root | nindent 4 }}
+  volumeMounts:
+    - name: index
+      mountPath: {{ $root.Values.index.mountPath }}
+    - name: tmp
+      mountPath: /tmp
+{{- end -}}
+
+{{/* `skbqa index push`: the ingest Job's last step with index.delivery objectStore. */}}
+{{- define "skbqa.publishIndexContainer" -}}
+- name: publish-index
+  image: {{ include "skbqa.image" . }}
+  imagePullPolicy: {{ .Values.image.pullPolicy }}
+  args:
+    - index
+    - push
+    - --index
+    - {{ include "skbqa.indexPath" . }}
+    - --to
+    - {{ .Values.index.objectStore.url | quote }}
+  env:
+    {{- include "skbqa.objectStoreEnv" . | nindent 4 }}
+  {{- include "skbqa.objectStoreEnvFrom" . | nindent 2 }}
+  resources:
+    requests:
+      cpu: 100m
+      memory: 256Mi
+    limits:
+      cpu: "1"
+      memory: 1Gi
+  securityContext:
+    {{- include "skbqa.containerSecurityContext" . | nindent 4 }}
+  volumeMounts:
+    - name: index
+      mountPath: {{ .Values.index.mountPath }}
+      readOnly: true
+    - name: tmp
+      mountPath: /tmp
+{{- end -}}
+
+{{- define "skbqa.objectStoreEnv" -}}
+- name: HOME
+  value: /tmp
+{{- with .Values.index.objectStore.endpointUrl }}
+- name: SKBQA_S3_ENDPOINT_URL
+  value: {{ . | quote }}
+{{- end }}
+{{- end -}}
+
+{{- define "skbqa.objectStoreEnvFrom" -}}
+{{- with .Values.index.objectStore.credentialsSecret -}}
+envFrom:
+  - secretRef:
+      name: {{ . }}
+{{- end -}}
+{{- end -}}
+
+{{/* The index volume of a pod that reads it: the PVC, or (objectStore) the emptyDir its fetch-index fills. */}}
+{{- define "skbqa.indexVolume" -}}
+- name: index
+{{- if eq .Values.index.delivery "objectStore" }}
+  emptyDir:
+    sizeLimit: {{ .Values.index.objectStore.sizeLimit }}
+{{- else }}
+  persistentVolumeClaim:
+    claimName: {{ include "skbqa.indexClaim" . }}
+    readOnly: true
+{{- end }}
 {{- end -}}
 
 {{/* One NetworkPolicy egress rule (as a one-item YAML list) to a backend: (dict "peers" [...] "ports" [...]).

@@ -29,7 +29,7 @@ spec:
   securityContext:
     {{- include "skbqa.podSecurityContext" $root | nindent 4 }}
   {{- /* Serve replicas open the index at start (args.index_dir): like the services, wait for the ingest Job. */}}
-  {{- if $root.Values.index.waitForIndex }}
+  {{- if or $root.Values.index.waitForIndex (eq $root.Values.index.delivery "objectStore") }}
   initContainers:
     {{- include "skbqa.waitForIndexWith" (dict "root" $root "image" (include "skbqa.imageRef" (dict "image" $root.Values.ray.image "root" $root)) "pullPolicy" $root.Values.ray.image.pullPolicy) | nindent 4 }}
   {{- end }}
@@ -99,10 +99,7 @@ spec:
         - name: shm
           mountPath: /dev/shm
   volumes:
-    - name: index
-      persistentVolumeClaim:
-        claimName: {{ include "skbqa.indexClaim" $root }}
-        readOnly: true
+    {{- include "skbqa.indexVolume" $root | nindent 4 }}
     - name: tmp
       emptyDir:
         sizeLimit: 4Gi

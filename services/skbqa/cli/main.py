@@ -15,6 +15,7 @@ from typing import Any
 
 from skbqa.cli.backends import add_backend_parsers, run_load_milvus, run_load_nebula
 from skbqa.cli.grape import add_train_grape_parser, run_train_grape
+from skbqa.cli.index_store import add_index_store_parser, run_index_store
 from skbqa.cli.remote import add_target_arguments, open_client, refuse_remote_flags
 from skbqa.cli.sage import add_build_sage_parser, run_build_sage
 from skbqa.cli.serve import add_serve_parser, run_serve
@@ -141,6 +142,7 @@ def _parser() -> argparse.ArgumentParser:
     add_serve_parser(sub)
     add_stack_parser(sub)
     add_backend_parsers(sub)
+    add_index_store_parser(sub)
     return parser
 
 
@@ -163,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             "stack": run_stack,
             "load-milvus": run_load_milvus,
             "load-nebula": run_load_nebula,
+            "index": run_index_store,
         }
         return commands[args.command](args)
     except (InvalidInputError, BundleError) as exc:

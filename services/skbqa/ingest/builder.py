@@ -107,7 +107,7 @@ def ingest(
     work = Path(tempfile.mkdtemp(prefix=work_prefix(target), dir=target.parent))
     try:
         report = _build(bundle, work, encoder, vector_dtype, progress, precomputed, ann)
-        _swap_into_place(work, target)
+        swap_into_place(work, target)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
@@ -264,7 +264,7 @@ def disk_usage(directory: Path) -> dict[str, int]:
     return out
 
 
-def _swap_into_place(work: Path, target: Path) -> None:
+def swap_into_place(work: Path, target: Path) -> None:
     """Rename the finished index over the target; the old one is moved aside first and removed after."""
     old: Path | None = None
     if target.exists():
