@@ -1122,16 +1122,19 @@ def test_loading_can_be_switched_off() -> None:
 def test_every_pod_reading_the_index_waits_for_it(
     rendered: dict[str, list[dict[str, Any]]], ci_file: Path
 ) -> None:
-    """Services and Ray pods open the index at start: they wait for the ingest Job's manifest, in their own image."""
+    """Services and Ray pods open the index at start: they wait for the ingest Job's manifest on the shared
+    volume, or fetch the published index onto their own (index.delivery objectStore), in their own image."""
     waiting = 0
     for obj in rendered[ci_file.name]:
         if obj["kind"] == "Job":
             continue
         for where, spec, _ in pod_specs(obj):
-            if not any(v.get("persistentVolumeClaim") for v in spec.get("volumes", []) if v["name"] == "index"):
+            index = [v for v in spec.get("volumes", []) if v["name"] == "index"]
+            if not index:
                 continue
+            first = "wait-for-index" if index[0].get("persistentVolumeClaim") else "fetch-index"
             init = spec.get("initContainers", [])
-            assert [c["name"] for c in init][:1] == ["wait-for-index"], where
+            assert [c["name"] for c in init][:1] == [first], where
             assert init[0]["image"] == spec["containers"][0]["image"], where  # no second image to pull
             waiting += 1
     if "kuberay" in ci_file.name:

@@ -376,7 +376,7 @@ waits here, as with a volume. */}}
 {{- end -}}
 
 {{- define "skbqa.objectStoreEnvFrom" -}}
-{{- with .Values.index.objectStore.credentialsSecret -}}
+{{- with .Values.index.objectStore.existingSecret -}}
 envFrom:
   - secretRef:
       name: {{ . }}

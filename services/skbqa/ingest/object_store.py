@@ -163,7 +163,7 @@ def _get(s3: Any, location: Location, *parts: str) -> bytes:
         body: bytes = s3.get_object(Bucket=location.bucket, Key=key)["Body"].read()
     except Exception as exc:
         if _not_found(exc):
-            raise IndexStoreError(
+            raise NotPublishedError(
                 f"s3://{location.bucket}/{key}: not found; has an index been published?"
             ) from None
         raise
