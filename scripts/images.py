@@ -197,7 +197,9 @@ def build(
                 tail = "".join(log.read_text().splitlines(keepends=True)[-30:])
                 raise SystemExit(f"images: building {target} failed (log {log}):\n{tail}")
             size = run(
-                ["docker", "image", "inspect", "--format", "{{.Size}}", tag], env=docker_env(host), capture_output=True
+                ["docker", "image", "inspect", "--format", "{{.Size}}", tag],
+                env=docker_env(host),
+                capture_output=True,
             ).stdout.strip()
             figures[target] = {"image": tag, "seconds": round(time.monotonic() - started, 1), "bytes": int(size)}
             print(f"built {tag}: {int(size) / 2**20:.0f} MiB in {figures[target]['seconds']} s", flush=True)
@@ -207,7 +209,11 @@ def build(
 def write_constraints(venv: Path = ROOT / ".venv", out: Path = ROOT / "docker" / "constraints.txt") -> int:
     frozen = run([str(venv / "bin" / "pip"), "freeze", "--exclude-editable"], capture_output=True).stdout
     pins = sorted(
-        (line for line in frozen.splitlines() if "==" in line and line.split("==")[0].lower() not in NOT_CONSTRAINED),
+        (
+            line
+            for line in frozen.splitlines()
+            if "==" in line and line.split("==")[0].lower() not in NOT_CONSTRAINED
+        ),
         key=str.lower,
     )
     header = (
@@ -226,7 +232,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--name", default=BASE_IMAGE)
     p = sub.add_parser("build", help="build image targets")
     p.add_argument("--targets", default=",".join(TARGETS))
-    p.add_argument("--base", default=BASE_IMAGE, help="base image (python:3.11-slim where a registry is reachable)")
+    p.add_argument(
+        "--base", default=BASE_IMAGE, help="base image (python:3.11-slim where a registry is reachable)"
+    )
     p.add_argument("--wheels", type=Path, default=Path(os.environ.get("PIP_FIND_LINKS", "") or "/nonexistent"))
     p.add_argument("--ca-dir", type=Path, default=Path("/usr/local/share/ca-certificates"))
     p.add_argument("--report", type=Path, default=ROOT / "bench" / "results" / "images.json")
@@ -249,7 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     unknown = sorted(set(targets) - set(IMAGE_NAMES))
     if unknown:
-        print(f"images: unknown target(s) {', '.join(unknown)}; targets: {', '.join(IMAGE_NAMES)}", file=sys.stderr)
+        print(
+            f"images: unknown target(s) {', '.join(unknown)}; targets: {', '.join(IMAGE_NAMES)}", file=sys.stderr
+        )
         return 2
     base_seconds = build_base(host, args.base) if args.base == BASE_IMAGE else 0.0
     figures = build(
