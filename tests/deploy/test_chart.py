@@ -1144,7 +1144,12 @@ def test_every_pod_reading_the_index_waits_for_it(
 
 
 def test_ray_pods_skip_the_wait_when_told() -> None:
-    docs = [doc.obj for doc in render_k8s.render({"ray": {"enabled": True}, "index": {"waitForIndex": False}})]
+    values = {
+        "ray": {"enabled": True},
+        "index": {"waitForIndex": False},
+        "networkPolicy": {"apiServerCIDRs": ["10.96.0.1/32"]},
+    }
+    docs = [doc.obj for doc in render_k8s.render(values)]
     ray = next(o for o in docs if o["kind"] == "RayService")
     assert all("initContainers" not in t["spec"] for t in pod_templates(ray))
 

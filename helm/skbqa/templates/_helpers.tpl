@@ -547,3 +547,8 @@ of env vars that come from the Secret, so no value or rendered manifest ever hol
 {{- end }}
 {{- end }}
 {{- end -}}
+
+{{/* A bounded load-generator run's id: its Jobs are named `<fullname>-loadgen-<id>` (NOTES.txt prints it). */}}
+{{- define "skbqa.loadgenRunId" -}}
+{{- toJson (dict "loadgen" .Values.loadgen "image" (include "skbqa.imageRef" (dict "image" .Values.loadgen.image "root" .))) | sha256sum | trunc 8 -}}
+{{- end -}}
