@@ -96,6 +96,9 @@ def split_documents(manifests: dict[str, str]) -> Iterator[Rendered]:
             yield Rendered(template, text, obj)
 
 
+HELM_TEST = "helm-test"
+
+
 def component_of(obj: dict[str, Any]) -> str:
     labels = (obj.get("metadata") or {}).get("labels") or {}
     component = labels.get(COMPONENT_LABEL) or SHARED
@@ -106,6 +109,8 @@ def k8s_files(docs: Iterable[Rendered]) -> dict[str, str]:
     """File name -> content of the k8s/ directory for these rendered objects."""
     grouped: dict[str, list[str]] = {}
     for doc in docs:
+        if component_of(doc.obj) == HELM_TEST:
+            continue  # `helm test` runs it; applied with kubectl it would just be a Pod that ran once
         grouped.setdefault(component_of(doc.obj), []).append(_MANAGED_BY_HELM.sub(rf"\g<1>{MANAGED_BY}", doc.text))
     files = {}
     for component, texts in grouped.items():
