@@ -105,6 +105,11 @@ SERVICE_KINDS = {
 }
 
 
+def in_k8s(docs: list[Any]) -> list[Any]:
+    """What k8s/ holds of a render: everything but the `helm test` objects."""
+    return [d for d in docs if render_k8s.component_of(d.obj) != "helm-test"]
+
+
 def arg_after(args: list[str], flag: str) -> str | None:
     return args[args.index(flag) + 1] if flag in args else None
 
@@ -171,6 +176,8 @@ EDGE_VALUES = {
         "serviceAccount": {"create": False},
         "index": {"waitForIndex": False},
         "ingest": {"enabled": False},
+        "topics": {"create": False},
+        "helmTest": {"enabled": False},
         "metrics": {"dashboard": {"enabled": False}, "podAnnotations": False},
     },
     "loadgen-web-restricted-clients": {
@@ -185,7 +192,10 @@ EDGE_VALUES = {
         },
         "ray": {"enabled": True, "autoscaling": False},
     },
-    "tls-tcp-probes": {"gateway": {"tls": {"enabled": True, "existingSecret": "gateway-tls"}}},
+    "tls-tcp-probes": {
+        "gateway": {"tls": {"enabled": True, "existingSecret": "gateway-tls"}},
+        "helmTest": {"tls": {"existingSecret": "test-client-tls"}},
+    },
     "two-services-off-no-hpa": {
         "services": {"parser": {"enabled": False}, "symbols": {"enabled": False}},
         "serviceDefaults": {"autoscaling": {"enabled": False}, "pdb": {"enabled": False}},
@@ -223,7 +233,7 @@ def test_edge_values_render_valid_objects(name: str) -> None:
             d["spec"]["replicas"] == 2 for d in deployments.values() if "ingest" not in d["metadata"]["name"]
         )
     if name == "everything-optional-off":
-        assert not [o for o in docs if o["kind"] in ("NetworkPolicy", "ServiceAccount", "Job", "ConfigMap")]
+        assert not [o for o in docs if o["kind"] in ("NetworkPolicy", "ServiceAccount", "Job", "ConfigMap", "Pod")]
 
 
 def test_schema_rejects_secrets_typos_and_insecure_settings() -> None:
@@ -467,8 +477,13 @@ def test_network_policies_allow_only_the_architecture_flows(rendered: dict[str, 
         for rule in policy["spec"]["ingress"]:
             if {p["port"] for p in rule["ports"]} == {9100}:
                 assert rule["from"] == values_of(CHART / "ci" / ci)["networkPolicy"]["prometheus"]
-            else:
-                assert rule["from"] == values_of(CHART / "ci" / ci)["networkPolicy"]["clients"]
+            else:  # the configured clients, and the `helm test` Pod (a client too)
+                clients = values_of(CHART / "ci" / ci)["networkPolicy"]["clients"]
+                selector = {"app.kubernetes.io/name": "skbqa", "app.kubernetes.io/instance": "skbqa"}
+                test_pod = {
+                    "podSelector": {"matchLabels": {**selector, "app.kubernetes.io/component": "helm-test"}}
+                }
+                assert rule["from"] == ([*clients, test_pod] if clients else clients)
         for rule in policy["spec"]["egress"]:
             assert rule.get("to"), f"{name}: an egress rule open to any destination"
     parser = one(rendered, ci, "NetworkPolicy", "skbqa-parser")
@@ -992,7 +1007,7 @@ def test_kubernetes_validate_cli_accepts_the_rendered_manifests() -> None:
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert "ERROR" not in completed.stdout and "WARN" not in completed.stdout, completed.stdout
-    assert completed.stdout.count("INFO") == len(render_k8s.render())
+    assert completed.stdout.count("INFO") == len(in_k8s(render_k8s.render()))
 
 
 # ------------------------------------------------------------------------------- backend loading and credentials
@@ -1109,7 +1124,7 @@ def test_external_backends_are_loaded_with_credentials_from_secrets(
 def test_loading_can_be_switched_off() -> None:
     values = {"milvus": {"enabled": True}, "ingest": {"load": {"enabled": False}}}
     docs = [doc.obj for doc in render_k8s.render(values)]
-    [job] = [o for o in docs if o["kind"] == "Job"]
+    [job] = [o for o in docs if o["kind"] == "Job" and o["metadata"]["name"] != "skbqa-topics"]
     assert [c["name"] for c in job["spec"]["template"]["spec"]["containers"]] == ["ingest"]
     policy = next(o for o in docs if o["kind"] == "NetworkPolicy" and o["metadata"]["name"] == "skbqa-ingest")
     assert policy["spec"]["egress"] == []
@@ -1237,7 +1252,7 @@ def test_plain_manifests_are_not_labelled_as_helm_managed(rendered: dict[str, li
             template = (obj.get("spec") or {}).get("template") or {}
             if template:
                 assert template["metadata"]["labels"]["app.kubernetes.io/managed-by"] == render_k8s.MANAGED_BY
-    assert count == len(rendered["defaults-values.yaml"])
+    assert count == len([o for o in rendered["defaults-values.yaml"] if render_k8s.component_of(o) != "helm-test"])
     assert "managed-by: Helm" not in "".join(p.read_text() for p in (ROOT / "k8s").glob("*.yaml"))
     # a Helm install keeps Helm's own label
     chart_labels = objects(rendered, "defaults-values.yaml", "Deployment")[0]["metadata"]["labels"]

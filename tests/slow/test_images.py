@@ -200,7 +200,9 @@ def test_distributed_form_in_containers_gives_the_embedded_answers(
             images["triton-cpu"],
             "--grpc-port", str(triton_grpc), "--http-port", str(triton_http), "--metrics-port", str(triton_metrics),
             "--runtime", "onnx-int8",
-            options=("--tmpfs", "/tmp", "--shm-size", "512m"),
+            # PyTriton copies its Triton server into $HOME/.cache and runs it from there: Docker mounts a tmpfs
+            # noexec unless told (a Kubernetes emptyDir is not)
+            options=("--tmpfs", "/tmp:exec", "--shm-size", "512m"),
         )  # fmt: skip
         encoder = f"triton://127.0.0.1:{triton_grpc}/skbqa_encoder"
         common = ["--index", "/index", "--bus", f"kafka://{broker.bootstrap}", "--host", "127.0.0.1"]
@@ -216,7 +218,7 @@ def test_distributed_form_in_containers_gives_the_embedded_answers(
                 argv += ["--encoder", encoder]
             if role == "reranker":  # Ray Serve inside the Ray image
                 argv += ["--ray-address", "local"]
-                image, options = images["ray"], ("--tmpfs", "/tmp", "--shm-size", "1g", *mount)
+                image, options = images["ray"], ("--tmpfs", "/tmp:exec", "--shm-size", "1g", *mount)
             cids.append(containers.run(image, *argv, options=options))
         for port in ports.values():
             _serving(port, cids, containers, timeout_s=300.0)

@@ -52,6 +52,50 @@ class KafkaAdminSide(KafkaClientBase):
 
         self._admin_retrying("create topics", create)
 
+    def provision_topics(
+        self, topics: Sequence[str], partitions: int, *, configs: dict[str, str] | None = None
+    ) -> dict[str, int]:
+        """What a deployment's topic Job does: create the missing topics with `partitions`, this bus's replication
+        factor and `configs` (e.g. min.insync.replicas), grow existing ones that have fewer partitions, and
+        return each topic's partition count. A topic never shrinks (Kafka cannot); a broker that cannot add
+        partitions is a BackendUnavailableError naming the topic."""
+        kafka = _kafka()
+        wire_topics = [self._wire(topic) for topic in dict.fromkeys(topics)]
+        spec: dict[str, Any] = {"num_partitions": partitions, "replication_factor": self._replication_factor}
+        if configs:
+            spec["configs"] = dict(configs)
+
+        def provision(admin: Any) -> dict[str, int]:
+            existing = set(admin.list_topics())
+            for wire_topic in wire_topics:
+                if wire_topic not in existing:
+                    with suppress(kafka.errors.TopicAlreadyExistsError):
+                        admin.create_topics({wire_topic: spec}, wait_for_metadata=True)
+            counts = self._partition_counts(admin, wire_topics)
+            short = {topic: partitions for topic, count in counts.items() if count < partitions}
+            if short:
+                try:
+                    admin.create_partitions(
+                        {t: kafka.admin.NewPartitions(total_count=n) for t, n in short.items()}
+                    )
+                except kafka.errors.IncompatibleBrokerVersion:
+                    names = ", ".join(f"{t} ({counts[t]})" for t in sorted(short))
+                    raise BackendUnavailableError(
+                        f"topics {names} have fewer than {partitions} partitions and the broker cannot add "
+                        "partitions (no CreatePartitions): recreate them, or lower the partition count"
+                    ) from None
+                counts = self._partition_counts(admin, wire_topics)
+            return counts
+
+        counts = self._admin_retrying("provision topics", provision)
+        return {topic[len(self.topic_prefix) :]: count for topic, count in counts.items()}
+
+    def _partition_counts(self, admin: Any, wire_topics: list[str]) -> dict[str, int]:
+        counts = dict.fromkeys(wire_topics, 0)
+        for partition in self._partitions(admin, wire_topics):
+            counts[partition.topic] += 1
+        return counts
+
     def lag(self, group: str, topics: Sequence[str]) -> dict[str, int]:
         kafka = _kafka()
         wire = {self._wire(topic): topic for topic in dict.fromkeys(topics)}

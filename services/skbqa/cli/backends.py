@@ -53,3 +53,49 @@ def run_load_nebula(args: argparse.Namespace) -> int:
     report = load_index_into_nebula(args.index, addresses, args.space, user=args.user, password=args.password)
     print(json.dumps(report, indent=2, default=str))
     return 0
+
+
+def add_topics_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "topics",
+        help="create (or grow) the pipeline's Kafka topics with a deployment's partitions and replication",
+    )
+    p.add_argument("--bus", default=os.environ.get("SKBQA_BUS", ""), help="kafka://host:port (default SKBQA_BUS)")
+    p.add_argument(
+        "--partitions", type=int, required=True, help="partitions per topic: the most consumers a stage can use"
+    )
+    p.add_argument("--replication-factor", type=int, default=1)
+    p.add_argument(
+        "--min-insync-replicas",
+        type=int,
+        default=None,
+        help="replicas that must have a message before the broker acknowledges it (producers use acks=all)",
+    )
+
+
+def run_topics(args: argparse.Namespace) -> int:
+    from skbqa.bus import topics
+    from skbqa.bus.kafka import KafkaBus, bus_from_url
+    from skbqa.common.errors import InvalidInputError
+
+    if not args.bus.startswith("kafka://"):
+        raise InvalidInputError("--bus must be kafka://host:port (or set SKBQA_BUS)")
+    if args.partitions < 1 or args.replication_factor < 1:
+        raise InvalidInputError("--partitions and --replication-factor must be at least 1")
+    insync = args.min_insync_replicas
+    if insync is not None and not 1 <= insync <= args.replication_factor:
+        raise InvalidInputError(
+            f"--min-insync-replicas {insync} must be from 1 to the replication factor ({args.replication_factor}): "
+            "with acks=all every publish would fail"
+        )
+    separator = "&" if "?" in args.bus else "?"
+    bus = bus_from_url(f"{args.bus}{separator}replication_factor={args.replication_factor}")
+    assert isinstance(bus, KafkaBus)
+    try:
+        configs = {"min.insync.replicas": str(insync)} if insync is not None else None
+        counts = bus.provision_topics(topics.ALL, args.partitions, configs=configs)
+    finally:
+        bus.close()
+    for topic in topics.ALL:
+        print(f"{topic}: {counts.get(topic, 0)} partitions")
+    return 0

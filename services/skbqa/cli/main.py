@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from skbqa.cli.backends import add_backend_parsers, run_load_milvus, run_load_nebula
+from skbqa.cli.backends import add_backend_parsers, add_topics_parser, run_load_milvus, run_load_nebula, run_topics
 from skbqa.cli.grape import add_train_grape_parser, run_train_grape
 from skbqa.cli.index_store import add_index_store_parser, run_index_store
 from skbqa.cli.remote import add_target_arguments, open_client, refuse_remote_flags
@@ -143,6 +143,7 @@ def _parser() -> argparse.ArgumentParser:
     add_stack_parser(sub)
     add_backend_parsers(sub)
     add_index_store_parser(sub)
+    add_topics_parser(sub)
     return parser
 
 
@@ -166,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             "load-milvus": run_load_milvus,
             "load-nebula": run_load_nebula,
             "index": run_index_store,
+            "topics": run_topics,
         }
         return commands[args.command](args)
     except (InvalidInputError, BundleError) as exc:
