@@ -7,6 +7,10 @@ import datetime as dt
 import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from skbqa.serving.settings import ServiceSettings
 
 
 @dataclass(frozen=True)
@@ -85,4 +89,20 @@ def make_certs(directory: Path) -> Certs:
         server_key=_write(directory / "server.key", server_key),
         client_cert=_write(directory / "client.pem", client_cert),
         client_key=_write(directory / "client.key", client_key),
+    )
+
+
+def mutual_tls_settings(index: Path, certs: Certs, tokens_file: Path, *tokens: str) -> ServiceSettings:
+    """An embedded server's settings with mutual TLS (these certificates) and bearer tokens (written to
+    `tokens_file`)."""
+    from skbqa.serving.settings import ServiceSettings
+
+    tokens_file.write_text("".join(f"{token}\n" for token in tokens))
+    return ServiceSettings(
+        index=index,
+        port=0,
+        tls_cert_file=certs.server_cert,
+        tls_key_file=certs.server_key,
+        tls_client_ca_file=certs.ca,
+        tokens_file=tokens_file,
     )

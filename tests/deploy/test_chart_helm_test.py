@@ -15,7 +15,7 @@ import yaml
 
 from skbqa.serving.run import start_embedded
 from skbqa.serving.settings import ServiceSettings
-from tests.certs import make_certs
+from tests.certs import make_certs, mutual_tls_settings
 from tests.deploy.test_chart import CHART, render_k8s
 
 TLS_DIR = "/etc/skbqa/test-tls"
@@ -86,16 +86,7 @@ def test_the_rendered_script_over_mutual_tls_with_a_token(biomed_sample_engine, 
     tls_dir.mkdir()
     for source, name in ((certs.ca, "ca.crt"), (certs.client_cert, "tls.crt"), (certs.client_key, "tls.key")):
         (tls_dir / name).write_bytes(source.read_bytes())
-    tokens = tmp_path / "tokens"
-    tokens.write_text("test-token\n")
-    settings = ServiceSettings(
-        index=biomed_sample_engine.stores.directory,
-        port=0,
-        tls_cert_file=certs.server_cert,
-        tls_key_file=certs.server_key,
-        tls_client_ca_file=certs.ca,
-        tokens_file=tokens,
-    )
+    settings = mutual_tls_settings(biomed_sample_engine.stores.directory, certs, tmp_path / "tokens", "test-token")
     running, stop = start_embedded(settings)
     pod = _test_pod(_render({"helmTest": {"deadlineSeconds": 20, "tls": {"serverName": "localhost"}}}))
     common = {"SKBQA_SERVER": f"127.0.0.1:{running.port}"}

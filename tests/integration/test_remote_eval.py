@@ -13,7 +13,7 @@ from skbqa.cli.main import main
 from skbqa.client import ServerError, SkbqaClient
 from skbqa.serving.run import start_embedded
 from skbqa.serving.settings import ServiceSettings
-from tests.certs import make_certs
+from tests.certs import make_certs, mutual_tls_settings
 from tests.conftest import SAMPLE_BUNDLE
 
 QA = SAMPLE_BUNDLE / "qa.jsonl"
@@ -85,15 +85,8 @@ def test_cli_errors_are_one_line_with_the_cli_exit_codes(server, capsys, tmp_pat
 
 def test_the_sdk_over_mutual_tls_with_a_token(biomed_sample_engine, tmp_path) -> None:
     certs = make_certs(tmp_path / "certs")
-    tokens = tmp_path / "tokens"
-    tokens.write_text("team-a-token\n")
-    settings = ServiceSettings(
-        index=biomed_sample_engine.stores.directory,
-        port=0,
-        tls_cert_file=certs.server_cert,
-        tls_key_file=certs.server_key,
-        tls_client_ca_file=certs.ca,
-        tokens_file=tokens,
+    settings = mutual_tls_settings(
+        biomed_sample_engine.stores.directory, certs, tmp_path / "tokens", "team-a-token"
     )
     running, stop = start_embedded(settings)
     question = json.loads(QA.read_text().splitlines()[0])["question"]

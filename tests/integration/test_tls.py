@@ -13,7 +13,7 @@ from skbqa.devstack.ports import free_port
 from skbqa.serving.run import start_embedded
 from skbqa.serving.settings import ServiceSettings
 from skbqa.v1 import api_pb2, api_pb2_grpc
-from tests.certs import Certs, make_certs
+from tests.certs import Certs, make_certs, mutual_tls_settings
 from tests.conftest import SAMPLE_BUNDLE
 
 QUESTION = json.loads((SAMPLE_BUNDLE / "qa.jsonl").read_text().splitlines()[0])["question"]
@@ -63,15 +63,8 @@ def test_tls_serves_and_refuses_plaintext(biomed_sample_engine, certs) -> None:
 
 
 def test_mutual_tls_and_tokens_together(biomed_sample_engine, certs, tmp_path: Path) -> None:
-    tokens = tmp_path / "tokens"
-    tokens.write_text("token-a\ntoken-b\n")
-    settings = ServiceSettings(
-        index=biomed_sample_engine.stores.directory,
-        port=0,
-        tls_cert_file=certs.server_cert,
-        tls_key_file=certs.server_key,
-        tls_client_ca_file=certs.ca,
-        tokens_file=tokens,
+    settings = mutual_tls_settings(
+        biomed_sample_engine.stores.directory, certs, tmp_path / "tokens", "token-a", "token-b"
     )
     running, stop = start_embedded(settings)
     request = api_pb2.AskRequest(question=QUESTION, k=3)
