@@ -34,7 +34,7 @@ demo: $(VENV)/.installed ## install, ingest the bundled biomedical sample, answe
 test: $(VENV)/.installed-dev ## install with test extras and run the default test suite
 	$(BIN)/pytest
 
-test-slow: $(VENV)/.installed-dev ## the slow suites (scale sanity, larger Milvus runs)
+test-slow: $(VENV)/.installed-dev ## the slow suites (scale sanity, larger Milvus runs, the images built and run)
 	$(BIN)/pytest -m slow
 
 images: $(VENV)/.installed-dev ## build every image (docker/Dockerfile) on a local Debian base; sizes and times to bench/results/images.json
