@@ -37,20 +37,20 @@ class KafkaAdminSide(KafkaClientBase):
     _probe: Any  # a group-less consumer for the end-offset correction in `lag`
 
     def ensure_topics(self, topics: Sequence[str], partitions: int = 4) -> None:
-        kafka = _kafka()
         wire_topics = [self._wire(topic) for topic in dict.fromkeys(topics)]
         spec = {"num_partitions": partitions, "replication_factor": self._replication_factor}
 
-        def create(admin: Any) -> None:
-            existing = set(admin.list_topics())
-            for wire_topic in wire_topics:
-                if wire_topic in existing:
-                    continue
-                # Already exists = created concurrently by another process: that is the goal anyway.
-                with suppress(kafka.errors.TopicAlreadyExistsError):
-                    admin.create_topics({wire_topic: spec}, wait_for_metadata=True)
+        self._admin_retrying("create topics", lambda admin: self._create_missing(admin, wire_topics, spec))
 
-        self._admin_retrying("create topics", create)
+    def _create_missing(self, admin: Any, wire_topics: list[str], spec: dict[str, Any]) -> None:
+        kafka = _kafka()
+        existing = set(admin.list_topics())
+        for wire_topic in wire_topics:
+            if wire_topic in existing:
+                continue
+            # Already exists = created concurrently by another process: that is the goal anyway.
+            with suppress(kafka.errors.TopicAlreadyExistsError):
+                admin.create_topics({wire_topic: spec}, wait_for_metadata=True)
 
     def provision_topics(
         self, topics: Sequence[str], partitions: int, *, configs: dict[str, str] | None = None
@@ -66,11 +66,7 @@ class KafkaAdminSide(KafkaClientBase):
             spec["configs"] = dict(configs)
 
         def provision(admin: Any) -> dict[str, int]:
-            existing = set(admin.list_topics())
-            for wire_topic in wire_topics:
-                if wire_topic not in existing:
-                    with suppress(kafka.errors.TopicAlreadyExistsError):
-                        admin.create_topics({wire_topic: spec}, wait_for_metadata=True)
+            self._create_missing(admin, wire_topics, spec)
             counts = self._partition_counts(admin, wire_topics)
             short = {topic: partitions for topic, count in counts.items() if count < partitions}
             if short:

@@ -22,24 +22,6 @@ from skbqa.v1 import api_pb2
 DEFAULT_K = 20
 
 
-def ask_request(
-    question: str,
-    *,
-    strategy: str = "",
-    k: int = DEFAULT_K,
-    options: Mapping[str, object] | None = None,
-    request_id: str | None = None,
-) -> api_pb2.AskRequest:
-    """An AskRequest; option values travel as text, as on the CLI (`--option alpha=0.5`)."""
-    return api_pb2.AskRequest(
-        question=question,
-        strategy=strategy,
-        k=k,
-        options={str(key): _option_text(value) for key, value in (options or {}).items()},
-        request_id=request_id or uuid.uuid4().hex,
-    )
-
-
 class AskSettings(TypedDict, total=False):
     """What a question may carry besides its text (every call of both clients takes these)."""
 
@@ -51,12 +33,13 @@ class AskSettings(TypedDict, total=False):
 
 
 def prepare(question: str, settings: AskSettings, options: ClientOptions) -> tuple[api_pb2.AskRequest, Deadline]:
-    request = ask_request(
-        question,
+    """The call's AskRequest (option values travel as text, as on the CLI: `--option alpha=0.5`) and its deadline."""
+    request = api_pb2.AskRequest(
+        question=question,
         strategy=settings.get("strategy", ""),
         k=settings.get("k", DEFAULT_K),
-        options=settings.get("options"),
-        request_id=settings.get("request_id"),
+        options={str(key): _option_text(value) for key, value in (settings.get("options") or {}).items()},
+        request_id=settings.get("request_id") or uuid.uuid4().hex,
     )
     return request, Deadline(settings.get("deadline_s") or options.deadline_s)
 

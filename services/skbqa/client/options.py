@@ -9,7 +9,7 @@ SKBQA_CLIENT_TLS_CA, SKBQA_CLIENT_TLS_CERT, SKBQA_CLIENT_TLS_KEY, SKBQA_CLIENT_S
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -88,16 +88,9 @@ class ClientOptions:
         settings.update({key: value for key, value in overrides.items() if value is not None})
         return cls(address, **settings)
 
-    def with_deadline(self, deadline_s: float) -> ClientOptions:
-        return replace(self, deadline_s=deadline_s)
-
-    def metadata(self) -> tuple[tuple[str, str], ...]:
-        return (("authorization", f"Bearer {self.token}"),) if self.token else ()
-
     def call_metadata(self) -> dict[str, Any]:
         """Keyword arguments that put the token on a call (none without one)."""
-        metadata = self.metadata()
-        return {"metadata": metadata} if metadata else {}
+        return {"metadata": (("authorization", f"Bearer {self.token}"),)} if self.token else {}
 
     def channel_options(self) -> list[tuple[str, Any]]:
         options: list[tuple[str, Any]] = [

@@ -62,10 +62,8 @@ def remote_answer(message: api_pb2.AskResponse, client_ms: float = 0.0) -> Remot
 
 
 def ask_event(message: api_pb2.AskEvent, client_ms: float = 0.0) -> AskEvent:
-    kind = message.WhichOneof("event")
-    if kind == "partial":
-        return AskEvent("partial", remote_answer(message.partial, client_ms))
-    return AskEvent("final", remote_answer(message.final, client_ms))
+    kind: Literal["partial", "final"] = "partial" if message.WhichOneof("event") == "partial" else "final"
+    return AskEvent(kind, remote_answer(getattr(message, kind), client_ms))
 
 
 def index_status(message: api_pb2.IndexStatusResponse) -> IndexStatus:
