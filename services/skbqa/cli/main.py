@@ -1,4 +1,5 @@
-"""`skbqa` command line: ingest, ask, eval, demo, synth, build-sage, train-grape, serve, stack (ARCHITECTURE.md).
+"""`skbqa` command line: ingest, update, compact, ask, eval, demo, synth, build-sage, train-grape, serve, stack
+(ARCHITECTURE.md).
 
 Errors print one line, `skbqa: error: ...`, and exit with status 2 for bad usage or input, 1 otherwise.
 """
@@ -14,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from skbqa.cli.backends import add_backend_parsers, add_topics_parser, run_load_milvus, run_load_nebula, run_topics
+from skbqa.cli.eval_report import print_eval
 from skbqa.cli.grape import add_train_grape_parser, run_train_grape
 from skbqa.cli.index_store import add_index_store_parser, run_index_store
 from skbqa.cli.remote import add_target_arguments, open_client, refuse_remote_flags
 from skbqa.cli.sage import add_build_sage_parser, run_build_sage
 from skbqa.cli.serve import add_serve_parser, run_serve
 from skbqa.cli.stack import add_stack_parser, run_stack
+from skbqa.cli.update import add_update_parsers, run_compact, run_update
 from skbqa.common.errors import BundleError, InvalidInputError, SkbqaError
 from skbqa.engine.embedded import DEFAULT_STRATEGY
 from skbqa.engine.embedded import STRATEGY_NAMES as STRATEGIES
@@ -144,6 +147,7 @@ def _parser() -> argparse.ArgumentParser:
     add_backend_parsers(sub)
     add_index_store_parser(sub)
     add_topics_parser(sub)
+    add_update_parsers(sub)
     return parser
 
 
@@ -168,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
             "load-nebula": run_load_nebula,
             "index": run_index_store,
             "topics": run_topics,
+            "update": run_update,
+            "compact": run_compact,
         }
         return commands[args.command](args)
     except (InvalidInputError, BundleError) as exc:
@@ -286,7 +292,7 @@ def _eval(args: argparse.Namespace) -> int:
             for s in strategies
         ]
     summary = compare(reports)
-    _print_eval(summary)
+    print_eval(summary)
     if args.json_out:
         args.json_out.parent.mkdir(parents=True, exist_ok=True)
         args.json_out.write_text(json.dumps(summary, indent=2))
@@ -307,55 +313,6 @@ def _answerer(args: argparse.Namespace, stack: contextlib.ExitStack[Any]) -> Any
     from skbqa.engine.embedded import EmbeddedEngine
 
     return EngineAnswerer(EmbeddedEngine.open(args.index, chat=_chat(args)))
-
-
-def _print_eval(summary: dict[str, Any]) -> None:
-    names = ("hit@1", "hit@5", "hit@20", "recall@20", "mrr")
-    width = max(10, *(len(n) for n in summary["strategies"]))
-    print(
-        f"{'strategy':<{width}} {'n':>5} " + " ".join(f"{n:>9}" for n in names) + f" {'p50 ms':>8} {'p95 ms':>8}"
-    )
-    for name, report in summary["strategies"].items():
-        m, lat = report["metrics"], report["latency_ms"]
-        print(
-            f"{name:<{width}} {report['n']:>5} "
-            + " ".join(f"{m[n]:>9.2f}" for n in names)
-            + f" {lat['p50']:>8.1f} {lat['p95']:>8.1f}"
-        )
-    first = next(iter(summary["strategies"].values()))
-    if first.get("answered_by", "in-process") != "in-process":
-        rates = ", ".join(f"{n} {r['throughput_qps']:.1f} q/s" for n, r in summary["strategies"].items())
-        print(
-            f"answered by {first['answered_by']}, {first['concurrency']} in flight; latency at the client; {rates}"
-        )
-    if len(summary["strategies"]) > 1:
-        print(f"ratios vs {summary['baseline']}:")
-        for name, ratio in summary["ratios"].items():
-            cells = " ".join(f"{(ratio[n] if ratio[n] is not None else float('nan')):>9.2f}" for n in names)
-            print(f"{name:<{width}} {'':>5} {cells} {ratio['latency_p50'] or float('nan'):>8.2f}")
-    for name, report in summary["strategies"].items():
-        llm = report.get("llm")
-        if llm:
-            n = report["n"]
-            print(f"{name} LLM: " + ", ".join(f"{k} {v}" for k, v in sorted(llm.items())))
-            if llm.get("parser_fallbacks"):
-                print(f"  warning: {llm['parser_fallbacks']} of {n} questions fell back to the encoder parser")
-            if llm.get("rerank_incomplete"):
-                print(
-                    f"  warning: the reranker stopped early (deadline or LLM error) on {llm['rerank_incomplete']} of {n}"
-                )
-    for name, report in summary["strategies"].items():
-        if report.get("by_family"):
-            print(f"{name} by family:")
-            for f, m in report["by_family"].items():
-                print(
-                    f"  {f:<22} n={m['n']:<4} hit@1 {m['hit@1']:6.2f}  recall@20 {m['recall@20']:6.2f}  mrr {m['mrr']:6.2f}"
-                )
-        print(f"{name} by target type:")
-        for t, m in report["by_target_type"].items():
-            print(
-                f"  {t:<22} n={m['n']:<4} hit@1 {m['hit@1']:6.2f}  recall@20 {m['recall@20']:6.2f}  mrr {m['mrr']:6.2f}"
-            )
 
 
 def _demo(args: argparse.Namespace) -> int:

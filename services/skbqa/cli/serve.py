@@ -43,6 +43,12 @@ def add_serve_parser(sub: Any) -> None:
         "--tokens-file", type=Path, default=None, help="bearer tokens, one per line (SKBQA_AUTH_TOKENS_FILE)"
     )
     p.add_argument(
+        "--admin-tokens-file",
+        type=Path,
+        default=None,
+        help="tokens that may also apply changes, one per line (SKBQA_ADMIN_TOKENS_FILE)",
+    )
+    p.add_argument(
         "--health-port", type=int, default=None, help="plaintext health-only port beside TLS (SKBQA_HEALTH_PORT)"
     )
     p.add_argument("--request-timeout", type=float, default=None, help="seconds (SKBQA_REQUEST_TIMEOUT_S, 30)")
@@ -111,6 +117,7 @@ def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
         tls_key_file=_path(args.tls_key, "TLS_KEY_FILE"),
         tls_client_ca_file=_path(args.tls_client_ca, "TLS_CLIENT_CA_FILE"),
         tokens_file=_path(args.tokens_file, "AUTH_TOKENS_FILE"),
+        admin_tokens_file=_path(args.admin_tokens_file, "ADMIN_TOKENS_FILE"),
         health_port=int(health) if health is not None else None,
         request_timeout_s=timeout,
         max_inflight=inflight,

@@ -8,10 +8,11 @@ Needs the `client` extra (`pip install skbqa[client]`: grpcio and tenacity); not
 from skbqa.client.async_client import AsyncSkbqaClient
 from skbqa.client.errors import ServerError
 from skbqa.client.options import ClientOptions
-from skbqa.client.results import AskEvent, Explained, IndexStatus, RemoteAnswer
+from skbqa.client.results import AppliedChanges, AskEvent, Explained, IndexStatus, RemoteAnswer
 from skbqa.client.sync_client import SkbqaClient
 
 __all__ = [
+    "AppliedChanges",
     "AskEvent",
     "AsyncSkbqaClient",
     "ClientOptions",

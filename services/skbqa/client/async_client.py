@@ -7,7 +7,7 @@ and retries as `SkbqaClient`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from tenacity import AsyncRetrying
@@ -17,11 +17,14 @@ from skbqa.client.calls import AskSettings, Deadline, no_event_error, prepare, r
 from skbqa.client.errors import server_error
 from skbqa.client.options import ClientOptions
 from skbqa.client.results import (
+    AppliedChanges,
     AskEvent,
     Explained,
     IndexStatus,
     RemoteAnswer,
+    applied_changes,
     ask_event,
+    change_message,
     index_status,
     remote_answer,
 )
@@ -107,6 +110,20 @@ class AsyncSkbqaClient:
             ),
         )
         return index_status(reply)
+
+    async def apply_changes(
+        self, changes: Iterable[Mapping[str, Any]], *, deadline_s: float | None = None
+    ) -> AppliedChanges:
+        """As `SkbqaClient.apply_changes`: one batch, whole or not at all; the version at which it is visible."""
+        messages = [change_message(c) for c in changes]
+        deadline = Deadline(deadline_s or self.options.deadline_s)
+        reply = await self._retrying(
+            deadline,
+            lambda timeout: self._stub.ApplyChanges(
+                iter(messages), timeout=timeout, **self.options.call_metadata()
+            ),
+        )
+        return applied_changes(reply)
 
     async def _retrying(self, deadline: Deadline, call: Callable[[float], Awaitable[T]]) -> T:
         async for attempt in AsyncRetrying(**retry_policy(self.options, deadline)):

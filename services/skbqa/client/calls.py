@@ -30,6 +30,7 @@ class AskSettings(TypedDict, total=False):
     options: Mapping[str, object]  # per-request strategy options, e.g. {"alpha": 0.5}
     request_id: str  # a retried call keeps it; default: a fresh one per call
     deadline_s: float  # this call's deadline, retries included; default: the client's
+    min_version: int  # answer at this knowledge-base version or later (what `apply_changes` returned)
 
 
 def prepare(question: str, settings: AskSettings, options: ClientOptions) -> tuple[api_pb2.AskRequest, Deadline]:
@@ -40,6 +41,7 @@ def prepare(question: str, settings: AskSettings, options: ClientOptions) -> tup
         k=settings.get("k", DEFAULT_K),
         options={str(key): _option_text(value) for key, value in (settings.get("options") or {}).items()},
         request_id=settings.get("request_id") or uuid.uuid4().hex,
+        min_version=settings.get("min_version", 0),
     )
     return request, Deadline(settings.get("deadline_s") or options.deadline_s)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -43,6 +44,41 @@ class IndexStatus:
     encoder: str
     strategies: list[str]
     manifest: dict[str, Any] = field(default_factory=dict)
+    kb_version: int = 0  # the knowledge-base version served
+    accepted_version: int = 0  # the newest acknowledged change batch
+
+
+@dataclass(frozen=True)
+class AppliedChanges:
+    version: int  # ask with min_version=version to read these changes
+    changes: int
+    outcome: dict[str, int]
+
+
+def change_message(change: Mapping[str, Any]) -> api_pb2.Change:
+    """A change in the change-file form (`{"op": "add_edge", "src": 1, "type": "t", "dst": 2}`, docs/updates.md)
+    → its message; the server checks it (a malformed one fails the whole batch with INVALID_ARGUMENT)."""
+    op = change.get("op")
+    if op == "upsert_node":
+        node = dict(change.get("node") or {})
+        attrs = node.pop("attrs", None) or {}
+        return api_pb2.Change(
+            upsert_node=api_pb2.NodeRecord(**node, attrs_json=json.dumps(attrs) if attrs else "")
+        )
+    if op == "delete_node":
+        return api_pb2.Change(delete_node=change["id"])
+    if op in ("add_edge", "remove_edge"):
+        edge = api_pb2.EdgeRef(src=change["src"], type=change["type"], dst=change["dst"])
+        return api_pb2.Change(**{op: edge})
+    raise ValueError(
+        f"unknown change op {str(op)[:40]!r}; expected upsert_node, delete_node, add_edge, remove_edge"
+    )
+
+
+def applied_changes(message: api_pb2.ApplyChangesResponse) -> AppliedChanges:
+    return AppliedChanges(
+        int(message.version), int(message.changes), {k: int(v) for k, v in message.outcome.items()}
+    )
 
 
 def remote_answer(message: api_pb2.AskResponse, client_ms: float = 0.0) -> RemoteAnswer:
@@ -54,6 +90,7 @@ def remote_answer(message: api_pb2.AskResponse, client_ms: float = 0.0) -> Remot
         base.items,
         base.timings_ms,
         base.notes,
+        base.kb_version,
         request_id=message.request_id,
         partial=message.partial,
         degraded=message.degraded,
@@ -75,4 +112,6 @@ def index_status(message: api_pb2.IndexStatusResponse) -> IndexStatus:
         encoder=message.encoder,
         strategies=list(message.strategies),
         manifest=json.loads(message.manifest_json) if message.manifest_json else {},
+        kb_version=int(message.kb_version),
+        accepted_version=int(message.accepted_version),
     )

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from tenacity import Retrying
@@ -19,11 +19,14 @@ from skbqa.client.calls import AskSettings, Deadline, no_event_error, prepare, r
 from skbqa.client.errors import server_error
 from skbqa.client.options import ClientOptions
 from skbqa.client.results import (
+    AppliedChanges,
     AskEvent,
     Explained,
     IndexStatus,
     RemoteAnswer,
+    applied_changes,
     ask_event,
+    change_message,
     index_status,
     remote_answer,
 )
@@ -116,6 +119,22 @@ class SkbqaClient:
             ),
         )
         return index_status(reply)
+
+    def apply_changes(
+        self, changes: Iterable[Mapping[str, Any]], *, deadline_s: float | None = None
+    ) -> AppliedChanges:
+        """Send one batch of changes (change-file form, docs/updates.md), applied whole or not at all; returns
+        the version at which they are visible. Needs an admin token on a server that checks tokens. A retried
+        batch may be applied twice: changes are idempotent, only the version moves on."""
+        messages = [change_message(c) for c in changes]
+        deadline = Deadline(deadline_s or self.options.deadline_s)
+        reply = self._retrying(
+            deadline,
+            lambda timeout: self._stub.ApplyChanges(
+                iter(messages), timeout=timeout, **self.options.call_metadata()
+            ),
+        )
+        return applied_changes(reply)
 
     def health(self, service: str = "", *, deadline_s: float = 5.0) -> str:
         """The server's health status for `service` ("" = the whole server): SERVING, NOT_SERVING, …"""

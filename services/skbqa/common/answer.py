@@ -35,6 +35,7 @@ class Answer:
     items: list[AnswerItem]
     timings_ms: dict[str, float]
     notes: dict[str, Any] = field(default_factory=dict)  # strategy reports: the parsed query, scope, reranking
+    kb_version: int = 0  # the knowledge-base version the answer was computed at (0: as ingested)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -67,4 +68,5 @@ def answer_from_proto(message: api_pb2.AskResponse) -> Answer:
         items,
         dict(message.timings_ms),
         json_object(message.notes_json),
+        message.kb_version,
     )

@@ -130,7 +130,8 @@ def render(
         items = [_item(stores, query, rank, c) for rank, c in enumerate(candidates[:k], start=1)]
     timings = {name: round(seconds * 1000, 3) for name, seconds in query.timings.items()}
     timings["total"] = round((time.perf_counter() - started) * 1000, 3)
-    return Answer(query.question, strategy, k, items, timings, query.notes)
+    version = int(stores.manifest.get("kb_version", 0))
+    return Answer(query.question, strategy, k, items, timings, query.notes, version)
 
 
 def _item(stores: IndexStores, query: QueryContext, rank: int, candidate: Candidate) -> AnswerItem:

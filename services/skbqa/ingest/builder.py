@@ -16,6 +16,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from skbqa.ingest.vector_sets import write_vector_set
 from skbqa.models.index_encoder import save_index_encoder
 from skbqa.query.encoder import Encoder
 from skbqa.skb.loaders import load_skb
+from skbqa.skb.model import SKB
 from skbqa.stores.graph.csr import CsrGraph
 from skbqa.stores.index import (
     EMBEDDING_SETS,
@@ -140,21 +142,71 @@ def _build(
     precomputed: PrecomputedVectors | None,
     ann: str,
 ) -> IngestReport:
-    seconds: dict[str, float] = {}
     started = time.perf_counter()
+    skb = load_skb(bundle)
+    seconds = {"load": round(time.perf_counter() - started, 3)}
+    nodes = NodeTable.from_skb(skb)
+    if precomputed is not None:
+        precomputed.check(nodes)  # before any work: vectors made for other nodes are refused at once
+
+    def vectors_for(name: str, nodes: NodeTable, graph: CsrGraph) -> tuple[np.ndarray, int]:
+        if precomputed is not None:
+            return precomputed.array(name), 0
+        return _encode_set(name, nodes, graph, encoder, vector_dtype, progress, seconds), len(nodes)
+
+    provenance: dict[str, Any] = {
+        "bundle": {"path": str(bundle.resolve()), "sha256": bundle_checksum(bundle)},
+        "kb_version": 0,
+        "vectors": {
+            "source": "encoder" if precomputed is None else "precomputed",
+            **({"precomputed": _precomputed_note(precomputed)} if precomputed is not None else {}),
+        },
+    }
+    return build_snapshot(
+        skb,
+        work,
+        encoder,
+        vector_dtype=vector_dtype,
+        progress=progress,
+        ann=ann,
+        vectors_for=vectors_for,
+        provenance=provenance,
+        seconds=seconds,
+        started=started,
+    )
+
+
+VectorsFor = Callable[[str, NodeTable, CsrGraph], tuple[np.ndarray, int]]
+
+
+def build_snapshot(
+    skb: SKB,
+    work: Path,
+    encoder: Encoder,
+    *,
+    vector_dtype: str,
+    progress: bool,
+    ann: str | Mapping[str, str],
+    vectors_for: VectorsFor,
+    provenance: dict[str, Any],
+    seconds: dict[str, float] | None = None,
+    started: float | None = None,
+) -> IngestReport:
+    """Write every store of an index for `skb` into `work`: what ingest does after loading the bundle, and what
+    an update does for the changed knowledge base. `vectors_for(set, nodes, graph)` gives a set's vectors (row
+    per node position) and how many texts it encoded; `ann` may differ per set; `provenance` goes into the
+    manifest (bundle, kb_version, where the vectors came from)."""
+    seconds = {} if seconds is None else seconds
+    started = time.perf_counter() if started is None else started
 
     def lap(stage: str, since: float) -> float:
         now = time.perf_counter()
         seconds[stage] = round(now - since, 3)
-        logger.info("ingest: %s done in %.1f s", stage, now - since)
+        logger.info("index: %s done in %.1f s", stage, now - since)
         return now
 
     t = time.perf_counter()
-    skb = load_skb(bundle)
-    t = lap("load", t)
     nodes = NodeTable.from_skb(skb)
-    if precomputed is not None:
-        precomputed.check(nodes)  # before any work: vectors made for other nodes are refused at once
     graph = CsrGraph.build(skb.num_nodes, skb.schema.edge_names, skb.edge_src, skb.edge_dst, skb.edge_type)
     num_edges = skb.num_edges
     nodes_by_type = {nt.name: int((skb.node_type == i).sum()) for i, nt in enumerate(skb.schema.node_types)}
@@ -178,14 +230,12 @@ def _build(
     vector_sets: dict[str, dict[str, Any]] = {}
     for name in EMBEDDING_SETS:
         t0 = time.perf_counter()
-        if precomputed is not None:
-            vectors = precomputed.array(name)
-        else:
-            vectors = _encode_set(name, nodes, graph, encoder, vector_dtype, progress, seconds)
-            encoded += len(nodes)
+        vectors, texts = vectors_for(name, nodes, graph)
+        encoded += texts
         t1 = time.perf_counter()
+        set_ann = ann if isinstance(ann, str) else ann.get(name, "auto")
         vector_sets[name] = write_vector_set(
-            work / "vectors" / name, keys, nodes.types, vectors, dtype=vector_dtype, ann=ann
+            work / "vectors" / name, keys, nodes.types, vectors, dtype=vector_dtype, ann=set_ann
         )
         seconds[f"index_{name}"] = round(time.perf_counter() - t1, 3)
         seconds["vectors"] = round(seconds.get("vectors", 0.0) + t1 - t0, 3)
@@ -196,15 +246,11 @@ def _build(
     manifest: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
         "created_unix": int(time.time()),
-        "bundle": {"path": str(bundle.resolve()), "sha256": bundle_checksum(bundle)},
+        **provenance,
         "schema_name": skb.schema.name,
         "encoder": {"name": encoder.name, "dim": encoder.dim},
         "vector_dtype": vector_dtype,
-        "vectors": {
-            "source": "encoder" if precomputed is None else "precomputed",
-            **({"precomputed": _precomputed_note(precomputed)} if precomputed is not None else {}),
-            "sets": vector_sets,
-        },
+        "vectors": {**provenance.get("vectors", {}), "sets": vector_sets},
         "counts": {
             "nodes": skb.num_nodes,
             "edges": num_edges,

@@ -246,4 +246,5 @@ def answer_to_proto(answer: Answer, request_id: str = "", *, partial: bool = Fal
         notes_json=to_json(answer.notes),
         partial=partial,
         degraded=bool(answer.notes.get("degraded")),
+        kb_version=answer.kb_version,
     )

@@ -66,9 +66,11 @@ def _api_server(settings: ServiceSettings, servicer: Any, limits: ClientLimits |
     )
 
 
-def _api_servicer(settings: ServiceSettings, backend: Any, gateway_id: str) -> Any:
+def _api_servicer(settings: ServiceSettings, backend: Any, gateway_id: str, live: Any = None) -> Any:
     from skbqa.engine.embedded import DEFAULT_STRATEGY, STRATEGY_NAMES
     from skbqa.serving.gateway.api import SkbqaServicer
+    from skbqa.serving.gateway.updates import UpdatePolicy
+    from skbqa.serving.security import admin_tokens
 
     return SkbqaServicer(
         backend,
@@ -78,6 +80,10 @@ def _api_servicer(settings: ServiceSettings, backend: Any, gateway_id: str) -> A
         gateway_id=gateway_id,
         request_timeout_s=settings.request_timeout_s,
         max_inflight=settings.max_inflight,
+        live=live,
+        update_policy=UpdatePolicy(
+            tokens_on=bool(security_options(settings)["tokens"]), admin_tokens=admin_tokens(settings)
+        ),
     )
 
 
@@ -104,6 +110,12 @@ def watch_health(server: RunningServer, probe: Callable[[], str], *, interval_s:
     return stop
 
 
+def takes_changes(settings: ServiceSettings) -> bool:
+    """Live updates reach the index's own stores; Milvus, NebulaGraph and Ray Serve copies of them do not follow
+    yet, so a server using those serves its index as loaded."""
+    return settings.vectors_url is None and settings.graph_url is None and settings.ray_address is None
+
+
 def start_embedded(
     settings: ServiceSettings, *, limits: ClientLimits | None = None
 ) -> tuple[RunningServer, Callable[[], None]]:
@@ -113,18 +125,31 @@ def start_embedded(
     from skbqa.serving.local_pipeline import LocalPipeline
     from skbqa.serving.runtime import build_runtime
 
-    pipeline = LocalPipeline(build_runtime(settings))
+    runtime = build_runtime(settings)
+    pipeline = LocalPipeline(runtime)
     backend = LocalBackend(pipeline, workers=settings.workers)
-    servicer = _api_servicer(settings, backend, "embedded")
+    live = None
+    if takes_changes(settings):
+        from skbqa.serving.live_index import LiveIndex
+
+        live = LiveIndex(
+            settings.index,
+            runtime.encoder,
+            backend,
+            lambda: LocalPipeline(build_runtime(settings, runtime.encoder)),
+        )
+    servicer = _api_servicer(settings, backend, "embedded", live)
     server = _api_server(settings, servicer, limits)
     pipeline.warm()
     server.set_serving(True)
-    watcher = watch_health(server, pipeline.probe)
+    watcher = watch_health(server, backend.probe)
 
     def stop() -> None:
         watcher.set()
         server.stop()
         backend.close()
+        if live is not None:
+            live.close()
 
     return server, stop
 

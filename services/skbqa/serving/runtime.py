@@ -84,9 +84,11 @@ def build_chat(settings: ServiceSettings) -> ChatModel | None:
     return OpenAIChatModel.from_env()
 
 
-def build_runtime(settings: ServiceSettings) -> StageRuntime:
+def build_runtime(settings: ServiceSettings, encoder: Encoder | None = None) -> StageRuntime:
+    """`encoder`: one already built for this index (a new snapshot of it reuses the served one)."""
     stores = with_adapters(settings, open_index(settings.index))
-    stores, encoder = guard(stores, build_encoder(settings, stores))
+    if encoder is None:
+        stores, encoder = guard(stores, build_encoder(settings, stores))
     strategies = build_strategies(stores, build_chat(settings))
     runtime = StageRuntime(stores, encoder, strategies)
     if settings.ray_address and settings.role in (None, "reranker"):

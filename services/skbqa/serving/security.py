@@ -42,8 +42,14 @@ def security_options(settings: ServiceSettings) -> dict[str, Any]:
     tls = None
     if settings.tls_cert_file is not None and settings.tls_key_file is not None:
         tls = TlsSettings(settings.tls_cert_file, settings.tls_key_file, settings.tls_client_ca_file)
-    tokens = read_tokens(settings.tokens_file) if settings.tokens_file else None
-    return {"tls": tls, "tokens": tokens, "health_port": settings.health_port}
+    tokens = read_tokens(settings.tokens_file) if settings.tokens_file else []
+    tokens += admin_tokens(settings)  # an admin may ask too
+    return {"tls": tls, "tokens": tokens or None, "health_port": settings.health_port}
+
+
+def admin_tokens(settings: ServiceSettings) -> list[bytes]:
+    """The tokens that may change the knowledge base (`ApplyChanges`); none when no file is configured."""
+    return read_tokens(settings.admin_tokens_file) if settings.admin_tokens_file else []
 
 
 def read_tokens(path: Path) -> list[bytes]:
@@ -87,6 +93,7 @@ class TokenAuthInterceptor(grpc.ServerInterceptor):
 
         self._deny_unary = grpc.unary_unary_rpc_method_handler(deny)
         self._deny_stream = grpc.unary_stream_rpc_method_handler(deny)
+        self._deny_client_stream = grpc.stream_unary_rpc_method_handler(deny)
 
     def _allowed(self, metadata: tuple[tuple[str, str | bytes], ...]) -> bool:
         return self._match(metadata) is not None
@@ -117,6 +124,8 @@ class TokenAuthInterceptor(grpc.ServerInterceptor):
             return _handing_on(handler, token)
         if handler is not None and handler.response_streaming:
             return self._deny_stream
+        if handler is not None and handler.request_streaming:
+            return self._deny_client_stream
         return self._deny_unary
 
 

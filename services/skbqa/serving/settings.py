@@ -31,6 +31,7 @@ class ServiceSettings:
     tls_key_file: Path | None = None
     tls_client_ca_file: Path | None = None
     tokens_file: Path | None = None
+    admin_tokens_file: Path | None = None  # tokens that may also change the knowledge base (ApplyChanges)
     health_port: int | None = None  # plaintext health-only listener (for probes when the API port uses TLS)
     request_timeout_s: float = 30.0
     max_inflight: int = 64

@@ -20,11 +20,11 @@ from skbqa.skb.schema import Schema
 
 logger = logging.getLogger(__name__)
 
-_SCALARS = (str, int, float, bool, type(None))
+SCALARS = (str, int, float, bool, type(None))
 _INT64 = (-(2**63), 2**63 - 1)
 
 
-def _is_id(value: Any) -> TypeGuard[int]:
+def is_node_id(value: Any) -> TypeGuard[int]:
     """An integer (not a bool) that fits the int64 id arrays."""
     return isinstance(value, int) and not isinstance(value, bool) and _INT64[0] <= value <= _INT64[1]
 
@@ -69,7 +69,7 @@ def _read_nodes(
     lines: list[int] = []
     for lineno, obj in read_jsonl(path):
         node_id = obj.get("id")
-        if not _is_id(node_id):
+        if not is_node_id(node_id):
             raise BundleError(path.name, lineno, f"'id' must be a 64-bit integer, got {node_id!r}")
         type_name = obj.get("type")
         if not isinstance(type_name, str) or not schema.has_node_type(type_name):
@@ -103,7 +103,7 @@ def _check_attrs(raw: Any, file: str, lineno: int) -> dict[str, Scalar]:
     if not isinstance(raw, dict):
         raise BundleError(file, lineno, "'attrs' must be an object of scalar values")
     for key, value in raw.items():
-        if not isinstance(value, _SCALARS):
+        if not isinstance(value, SCALARS):
             raise BundleError(
                 file, lineno, f"attribute {key!r} must be a scalar (string, number, boolean or null)"
             )
@@ -134,7 +134,7 @@ def _read_edge_lines(path: Path, schema: Schema) -> tuple[np.ndarray, np.ndarray
     lines: list[int] = []
     for lineno, obj in read_jsonl(path):
         s, t, d = obj.get("src"), obj.get("type"), obj.get("dst")
-        if not _is_id(s) or not _is_id(d):
+        if not is_node_id(s) or not is_node_id(d):
             raise BundleError(path.name, lineno, f"'src' and 'dst' must be integer node ids, got {s!r}, {d!r}")
         if not isinstance(t, str) or not schema.has_edge_type(t):
             raise BundleError(path.name, lineno, f"edge type {t!r} is not declared in schema.json")

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12skbqa/v1/api.proto\x12\x08skbqa.v1\"\xb3\x01\n\nAskRequest\x12\x10\n\x08question\x18\x01 \x01(\t\x12\x10\n\x08strategy\x18\x02 \x01(\t\x12\t\n\x01k\x18\x03 \x01(\r\x12\x32\n\x07options\x18\x04 \x03(\x0b\x32!.skbqa.v1.AskRequest.OptionsEntry\x12\x12\n\nrequest_id\x18\x05 \x01(\t\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xeb\x01\n\nAnswerItem\x12\x0c\n\x04rank\x18\x01 \x01(\r\x12\x0f\n\x07node_id\x18\x02 \x01(\x03\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x0c\n\x04type\x18\x04 \x01(\t\x12\r\n\x05score\x18\x05 \x01(\x01\x12\x0e\n\x06source\x18\x06 \x01(\t\x12\x0b\n\x03why\x18\x07 \x01(\t\x12\x30\n\x06scores\x18\x08 \x03(\x0b\x32 .skbqa.v1.AnswerItem.ScoresEntry\x12\x15\n\revidence_json\x18\t \x01(\t\x1a-\n\x0bScoresEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"\x98\x02\n\x0b\x41skResponse\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08question\x18\x02 \x01(\t\x12\x10\n\x08strategy\x18\x03 \x01(\t\x12\t\n\x01k\x18\x04 \x01(\r\x12#\n\x05items\x18\x05 \x03(\x0b\x32\x14.skbqa.v1.AnswerItem\x12\x38\n\ntimings_ms\x18\x06 \x03(\x0b\x32$.skbqa.v1.AskResponse.TimingsMsEntry\x12\x12\n\nnotes_json\x18\x07 \x01(\t\x12\x0f\n\x07partial\x18\x08 \x01(\x08\x12\x10\n\x08\x64\x65graded\x18\t \x01(\x08\x1a\x30\n\x0eTimingsMsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"e\n\x08\x41skEvent\x12(\n\x07partial\x18\x01 \x01(\x0b\x32\x15.skbqa.v1.AskResponseH\x00\x12&\n\x05\x66inal\x18\x02 \x01(\x0b\x32\x15.skbqa.v1.AskResponseH\x00\x42\x07\n\x05\x65vent\"3\n\x0e\x45xplainRequest\x12!\n\x03\x61sk\x18\x01 \x01(\x0b\x32\x14.skbqa.v1.AskRequest\"M\n\x0f\x45xplainResponse\x12%\n\x06\x61nswer\x18\x01 \x01(\x0b\x32\x15.skbqa.v1.AskResponse\x12\x13\n\x0b\x65xplanation\x18\x02 \x01(\t\"\x14\n\x12IndexStatusRequest\"\x90\x01\n\x13IndexStatusResponse\x12\r\n\x05index\x18\x01 \x01(\t\x12\x10\n\x08skb_name\x18\x02 \x01(\t\x12\r\n\x05nodes\x18\x03 \x01(\x04\x12\r\n\x05\x65\x64ges\x18\x04 \x01(\x04\x12\x0f\n\x07\x65ncoder\x18\x05 \x01(\t\x12\x15\n\rmanifest_json\x18\x06 \x01(\t\x12\x12\n\nstrategies\x18\x07 \x03(\t2\x80\x02\n\x05Skbqa\x12\x32\n\x03\x41sk\x12\x14.skbqa.v1.AskRequest\x1a\x15.skbqa.v1.AskResponse\x12\x37\n\tAskStream\x12\x14.skbqa.v1.AskRequest\x1a\x12.skbqa.v1.AskEvent0\x01\x12>\n\x07\x45xplain\x12\x18.skbqa.v1.ExplainRequest\x1a\x19.skbqa.v1.ExplainResponse\x12J\n\x0bIndexStatus\x12\x1c.skbqa.v1.IndexStatusRequest\x1a\x1d.skbqa.v1.IndexStatusResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12skbqa/v1/api.proto\x12\x08skbqa.v1\"\xc8\x01\n\nAskRequest\x12\x10\n\x08question\x18\x01 \x01(\t\x12\x10\n\x08strategy\x18\x02 \x01(\t\x12\t\n\x01k\x18\x03 \x01(\r\x12\x32\n\x07options\x18\x04 \x03(\x0b\x32!.skbqa.v1.AskRequest.OptionsEntry\x12\x12\n\nrequest_id\x18\x05 \x01(\t\x12\x13\n\x0bmin_version\x18\x06 \x01(\x04\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xeb\x01\n\nAnswerItem\x12\x0c\n\x04rank\x18\x01 \x01(\r\x12\x0f\n\x07node_id\x18\x02 \x01(\x03\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x0c\n\x04type\x18\x04 \x01(\t\x12\r\n\x05score\x18\x05 \x01(\x01\x12\x0e\n\x06source\x18\x06 \x01(\t\x12\x0b\n\x03why\x18\x07 \x01(\t\x12\x30\n\x06scores\x18\x08 \x03(\x0b\x32 .skbqa.v1.AnswerItem.ScoresEntry\x12\x15\n\revidence_json\x18\t \x01(\t\x1a-\n\x0bScoresEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"\xac\x02\n\x0b\x41skResponse\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08question\x18\x02 \x01(\t\x12\x10\n\x08strategy\x18\x03 \x01(\t\x12\t\n\x01k\x18\x04 \x01(\r\x12#\n\x05items\x18\x05 \x03(\x0b\x32\x14.skbqa.v1.AnswerItem\x12\x38\n\ntimings_ms\x18\x06 \x03(\x0b\x32$.skbqa.v1.AskResponse.TimingsMsEntry\x12\x12\n\nnotes_json\x18\x07 \x01(\t\x12\x0f\n\x07partial\x18\x08 \x01(\x08\x12\x10\n\x08\x64\x65graded\x18\t \x01(\x08\x12\x12\n\nkb_version\x18\n \x01(\x04\x1a\x30\n\x0eTimingsMsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"e\n\x08\x41skEvent\x12(\n\x07partial\x18\x01 \x01(\x0b\x32\x15.skbqa.v1.AskResponseH\x00\x12&\n\x05\x66inal\x18\x02 \x01(\x0b\x32\x15.skbqa.v1.AskResponseH\x00\x42\x07\n\x05\x65vent\"3\n\x0e\x45xplainRequest\x12!\n\x03\x61sk\x18\x01 \x01(\x0b\x32\x14.skbqa.v1.AskRequest\"M\n\x0f\x45xplainResponse\x12%\n\x06\x61nswer\x18\x01 \x01(\x0b\x32\x15.skbqa.v1.AskResponse\x12\x13\n\x0b\x65xplanation\x18\x02 \x01(\t\"\x14\n\x12IndexStatusRequest\"\xbe\x01\n\x13IndexStatusResponse\x12\r\n\x05index\x18\x01 \x01(\t\x12\x10\n\x08skb_name\x18\x02 \x01(\t\x12\r\n\x05nodes\x18\x03 \x01(\x04\x12\r\n\x05\x65\x64ges\x18\x04 \x01(\x04\x12\x0f\n\x07\x65ncoder\x18\x05 \x01(\t\x12\x15\n\rmanifest_json\x18\x06 \x01(\t\x12\x12\n\nstrategies\x18\x07 \x03(\t\x12\x12\n\nkb_version\x18\x08 \x01(\x04\x12\x18\n\x10\x61\x63\x63\x65pted_version\x18\t \x01(\x04\"V\n\nNodeRecord\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x0c\n\x04text\x18\x04 \x01(\t\x12\x12\n\nattrs_json\x18\x05 \x01(\t\"1\n\x07\x45\x64geRef\x12\x0b\n\x03src\x18\x01 \x01(\x03\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x0b\n\x03\x64st\x18\x03 \x01(\x03\"\xa3\x01\n\x06\x43hange\x12+\n\x0bupsert_node\x18\x01 \x01(\x0b\x32\x14.skbqa.v1.NodeRecordH\x00\x12\x15\n\x0b\x64\x65lete_node\x18\x02 \x01(\x03H\x00\x12%\n\x08\x61\x64\x64_edge\x18\x03 \x01(\x0b\x32\x11.skbqa.v1.EdgeRefH\x00\x12(\n\x0bremove_edge\x18\x04 \x01(\x0b\x32\x11.skbqa.v1.EdgeRefH\x00\x42\x04\n\x02op\"\xa6\x01\n\x14\x41pplyChangesResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12\x0f\n\x07\x63hanges\x18\x02 \x01(\x04\x12<\n\x07outcome\x18\x03 \x03(\x0b\x32+.skbqa.v1.ApplyChangesResponse.OutcomeEntry\x1a.\n\x0cOutcomeEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\x32\xc4\x02\n\x05Skbqa\x12\x32\n\x03\x41sk\x12\x14.skbqa.v1.AskRequest\x1a\x15.skbqa.v1.AskResponse\x12\x37\n\tAskStream\x12\x14.skbqa.v1.AskRequest\x1a\x12.skbqa.v1.AskEvent0\x01\x12>\n\x07\x45xplain\x12\x18.skbqa.v1.ExplainRequest\x1a\x19.skbqa.v1.ExplainResponse\x12J\n\x0bIndexStatus\x12\x1c.skbqa.v1.IndexStatusRequest\x1a\x1d.skbqa.v1.IndexStatusResponse\x12\x42\n\x0c\x41pplyChanges\x12\x10.skbqa.v1.Change\x1a\x1e.skbqa.v1.ApplyChangesResponse(\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,28 +37,40 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ANSWERITEM_SCORESENTRY']._serialized_options = b'8\001'
   _globals['_ASKRESPONSE_TIMINGSMSENTRY']._loaded_options = None
   _globals['_ASKRESPONSE_TIMINGSMSENTRY']._serialized_options = b'8\001'
+  _globals['_APPLYCHANGESRESPONSE_OUTCOMEENTRY']._loaded_options = None
+  _globals['_APPLYCHANGESRESPONSE_OUTCOMEENTRY']._serialized_options = b'8\001'
   _globals['_ASKREQUEST']._serialized_start=33
-  _globals['_ASKREQUEST']._serialized_end=212
-  _globals['_ASKREQUEST_OPTIONSENTRY']._serialized_start=166
-  _globals['_ASKREQUEST_OPTIONSENTRY']._serialized_end=212
-  _globals['_ANSWERITEM']._serialized_start=215
-  _globals['_ANSWERITEM']._serialized_end=450
-  _globals['_ANSWERITEM_SCORESENTRY']._serialized_start=405
-  _globals['_ANSWERITEM_SCORESENTRY']._serialized_end=450
-  _globals['_ASKRESPONSE']._serialized_start=453
-  _globals['_ASKRESPONSE']._serialized_end=733
-  _globals['_ASKRESPONSE_TIMINGSMSENTRY']._serialized_start=685
-  _globals['_ASKRESPONSE_TIMINGSMSENTRY']._serialized_end=733
-  _globals['_ASKEVENT']._serialized_start=735
-  _globals['_ASKEVENT']._serialized_end=836
-  _globals['_EXPLAINREQUEST']._serialized_start=838
-  _globals['_EXPLAINREQUEST']._serialized_end=889
-  _globals['_EXPLAINRESPONSE']._serialized_start=891
-  _globals['_EXPLAINRESPONSE']._serialized_end=968
-  _globals['_INDEXSTATUSREQUEST']._serialized_start=970
-  _globals['_INDEXSTATUSREQUEST']._serialized_end=990
-  _globals['_INDEXSTATUSRESPONSE']._serialized_start=993
-  _globals['_INDEXSTATUSRESPONSE']._serialized_end=1137
-  _globals['_SKBQA']._serialized_start=1140
-  _globals['_SKBQA']._serialized_end=1396
+  _globals['_ASKREQUEST']._serialized_end=233
+  _globals['_ASKREQUEST_OPTIONSENTRY']._serialized_start=187
+  _globals['_ASKREQUEST_OPTIONSENTRY']._serialized_end=233
+  _globals['_ANSWERITEM']._serialized_start=236
+  _globals['_ANSWERITEM']._serialized_end=471
+  _globals['_ANSWERITEM_SCORESENTRY']._serialized_start=426
+  _globals['_ANSWERITEM_SCORESENTRY']._serialized_end=471
+  _globals['_ASKRESPONSE']._serialized_start=474
+  _globals['_ASKRESPONSE']._serialized_end=774
+  _globals['_ASKRESPONSE_TIMINGSMSENTRY']._serialized_start=726
+  _globals['_ASKRESPONSE_TIMINGSMSENTRY']._serialized_end=774
+  _globals['_ASKEVENT']._serialized_start=776
+  _globals['_ASKEVENT']._serialized_end=877
+  _globals['_EXPLAINREQUEST']._serialized_start=879
+  _globals['_EXPLAINREQUEST']._serialized_end=930
+  _globals['_EXPLAINRESPONSE']._serialized_start=932
+  _globals['_EXPLAINRESPONSE']._serialized_end=1009
+  _globals['_INDEXSTATUSREQUEST']._serialized_start=1011
+  _globals['_INDEXSTATUSREQUEST']._serialized_end=1031
+  _globals['_INDEXSTATUSRESPONSE']._serialized_start=1034
+  _globals['_INDEXSTATUSRESPONSE']._serialized_end=1224
+  _globals['_NODERECORD']._serialized_start=1226
+  _globals['_NODERECORD']._serialized_end=1312
+  _globals['_EDGEREF']._serialized_start=1314
+  _globals['_EDGEREF']._serialized_end=1363
+  _globals['_CHANGE']._serialized_start=1366
+  _globals['_CHANGE']._serialized_end=1529
+  _globals['_APPLYCHANGESRESPONSE']._serialized_start=1532
+  _globals['_APPLYCHANGESRESPONSE']._serialized_end=1698
+  _globals['_APPLYCHANGESRESPONSE_OUTCOMEENTRY']._serialized_start=1652
+  _globals['_APPLYCHANGESRESPONSE_OUTCOMEENTRY']._serialized_end=1698
+  _globals['_SKBQA']._serialized_start=1701
+  _globals['_SKBQA']._serialized_end=2025
 # @@protoc_insertion_point(module_scope)

@@ -54,6 +54,11 @@ class SkbqaStub:
                 request_serializer=skbqa_dot_v1_dot_api__pb2.IndexStatusRequest.SerializeToString,
                 response_deserializer=skbqa_dot_v1_dot_api__pb2.IndexStatusResponse.FromString,
                 _registered_method=True)
+        self.ApplyChanges = channel.stream_unary(
+                '/skbqa.v1.Skbqa/ApplyChanges',
+                request_serializer=skbqa_dot_v1_dot_api__pb2.Change.SerializeToString,
+                response_deserializer=skbqa_dot_v1_dot_api__pb2.ApplyChangesResponse.FromString,
+                _registered_method=True)
 
 
 class SkbqaServicer:
@@ -84,6 +89,14 @@ class SkbqaServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ApplyChanges(self, request_iterator, context):
+        """A batch of changes, applied whole or not at all; acknowledged once durable. Needs an admin token when the
+        server checks tokens.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SkbqaServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -106,6 +119,11 @@ def add_SkbqaServicer_to_server(servicer, server):
                     servicer.IndexStatus,
                     request_deserializer=skbqa_dot_v1_dot_api__pb2.IndexStatusRequest.FromString,
                     response_serializer=skbqa_dot_v1_dot_api__pb2.IndexStatusResponse.SerializeToString,
+            ),
+            'ApplyChanges': grpc.stream_unary_rpc_method_handler(
+                    servicer.ApplyChanges,
+                    request_deserializer=skbqa_dot_v1_dot_api__pb2.Change.FromString,
+                    response_serializer=skbqa_dot_v1_dot_api__pb2.ApplyChangesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -216,6 +234,33 @@ class Skbqa:
             '/skbqa.v1.Skbqa/IndexStatus',
             skbqa_dot_v1_dot_api__pb2.IndexStatusRequest.SerializeToString,
             skbqa_dot_v1_dot_api__pb2.IndexStatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ApplyChanges(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/skbqa.v1.Skbqa/ApplyChanges',
+            skbqa_dot_v1_dot_api__pb2.Change.SerializeToString,
+            skbqa_dot_v1_dot_api__pb2.ApplyChangesResponse.FromString,
             options,
             channel_credentials,
             insecure,

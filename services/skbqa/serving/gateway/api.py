@@ -24,12 +24,14 @@ from typing import Any
 
 import grpc
 
+from skbqa.changes.format import ChangeError
 from skbqa.common.answer import answer_from_proto
 from skbqa.common.errors import InvalidInputError
 from skbqa.engine.explain_text import explanation
 from skbqa.observability.metrics import get_metrics
 from skbqa.serving.gateway.backends import Backend, Waiter
 from skbqa.serving.gateway.call_guard import ClientIdentifier
+from skbqa.serving.gateway.updates import LiveUpdates, UpdatePolicy, UpdateRefused, apply_changes, wait_for_version
 from skbqa.serving.requests import fingerprint, new_request
 from skbqa.serving.settings import env
 from skbqa.serving.stages.core import AnswerEnvelope, StageMessage
@@ -167,6 +169,8 @@ class SkbqaServicer(api_pb2_grpc.SkbqaServicer):
         answer_cache_bytes: int | None = None,
         answer_cache_ttl_s: float | None = None,
         identify: Callable[[grpc.ServicerContext], str] | None = None,
+        live: LiveUpdates | None = None,
+        update_policy: UpdatePolicy | None = None,
     ) -> None:
         """`answer_cache_bytes` / `answer_cache_ttl_s`: the replay cache's budget (0 = off) and how long an answer
         is kept; None = SKBQA_ANSWER_CACHE_MB / SKBQA_ANSWER_CACHE_TTL_S (32 MiB, 300 s). `identify`: who the
@@ -191,6 +195,8 @@ class SkbqaServicer(api_pb2_grpc.SkbqaServicer):
         self._pending: dict[tuple[str, str], tuple[bytes, int]] = {}
         self._pending_lock = threading.Lock()
         self._metrics = get_metrics()
+        self._live = live  # None: this server's knowledge base does not change (ApplyChanges is refused)
+        self._update_policy = update_policy or UpdatePolicy(tokens_on=False, admin_tokens=None)
 
     def answer_cache_bytes(self) -> int:
         """Bytes the replay cache holds now (answers and their bookkeeping)."""
@@ -220,7 +226,23 @@ class SkbqaServicer(api_pb2_grpc.SkbqaServicer):
     def IndexStatus(
         self, request: api_pb2.IndexStatusRequest, context: grpc.ServicerContext
     ) -> api_pb2.IndexStatusResponse:
-        return self._status
+        if self._live is None:
+            return self._status
+        status = api_pb2.IndexStatusResponse()
+        status.CopyFrom(self._status)
+        status.kb_version, status.accepted_version = self._live.served_version, self._live.accepted_version
+        return status
+
+    def ApplyChanges(
+        self, request_iterator: Iterator[api_pb2.Change], context: grpc.ServicerContext
+    ) -> api_pb2.ApplyChangesResponse:
+        with self._call("ApplyChanges", context):
+            try:
+                return apply_changes(self._live, self._update_policy, request_iterator, context)
+            except UpdateRefused as exc:
+                raise _Aborted(exc.code.value[0], exc.message) from None
+            except ChangeError as exc:  # nothing of the batch was applied
+                raise _Aborted(INVALID_ARGUMENT, str(exc)) from None
 
     # ------------------------------------------------------------------------------------------------ internals
 
@@ -276,6 +298,10 @@ class SkbqaServicer(api_pb2_grpc.SkbqaServicer):
             if cached is not None:
                 yield cached
                 return
+        try:  # an answer at the version asked for, or later (read-your-writes)
+            timeout = wait_for_version(self._live, request.min_version, timeout)
+        except UpdateRefused as exc:
+            raise _Aborted(exc.code.value[0], exc.message) from None
         if not self._backend.ready():
             raise _Aborted(UNAVAILABLE, "the service is starting or has lost its backend; retry shortly")
         if not context.is_active():  # the client has gone (cancelled, or its deadline passed): no work for it

@@ -73,9 +73,17 @@ class LocalBackend:
         self._pool.submit(self._run, message, waiter)
         return waiter
 
+    def replace(self, pipeline: LocalPipeline) -> None:
+        """Serve from `pipeline` from now on (a new index snapshot); requests already running finish on the old."""
+        self._pipeline = pipeline
+
+    def probe(self) -> str:
+        return self._pipeline.probe()
+
     def _run(self, message: StageMessage, waiter: Waiter) -> None:
+        pipeline = self._pipeline  # one snapshot for the whole request
         try:
-            self._pipeline.run(message, waiter.push)
+            pipeline.run(message, waiter.push)
         except Exception as exc:  # every failure reaches the caller as a status, never as a hang
             waiter.push(error_envelope(message, exc, "embedded"))
 

@@ -66,6 +66,18 @@ class CsrGraph:
     def edge_names(self) -> list[str]:
         return list(self._edge_names)
 
+    def edge_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every edge as (source positions, target positions, edge codes), read back from the out-direction CSR."""
+        sources, targets, codes = [], [], []
+        for code in range(len(self._edge_names)):
+            indptr = self._arrays[f"{code}.out.indptr"]
+            targets.append(self._arrays[f"{code}.out.indices"].astype(np.int64))
+            sources.append(np.repeat(np.arange(self._num_nodes, dtype=np.int64), np.diff(indptr)))
+            codes.append(np.full(targets[-1].shape[0], code, np.int16))
+        if not sources:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int16)
+        return np.concatenate(sources), np.concatenate(targets), np.concatenate(codes)
+
     @property
     def num_edges(self) -> int:
         return sum(int(v.shape[0]) for k, v in self._arrays.items() if k.endswith(".out.indices"))

@@ -1,0 +1,171 @@
+"""The change log of an index: every acknowledged batch, appended and fsync'd before it is acknowledged, replayed
+on open until a snapshot holds it.
+
+`DIR/changes/log.jsonl` holds one line per batch, `{"version": V, "crc32": C, "changes": [...]}`; versions count
+batches from the ingest (version 0). The file is shared by every snapshot of the index by a hard link, so a new
+snapshot renamed over DIR keeps the very file appenders hold open, and a kill at any moment leaves it reachable
+from whichever snapshot DIR names. A torn last line (a kill during an append, before the acknowledgement) is cut
+off when the log is next opened for writing. `DIR/changes/lock` (linked likewise) serialises writers across
+processes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from skbqa.changes.format import Change, change_to_json, parse_change
+from skbqa.common.errors import IndexStoreError
+
+logger = logging.getLogger(__name__)
+
+LOG_DIR = "changes"
+LOG_FILE = "log.jsonl"
+LOCK_FILE = "lock"
+
+
+def _crc(changes: list[dict[str, Any]]) -> str:
+    canonical = json.dumps(changes, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+    return f"{zlib.crc32(canonical.encode()) & 0xFFFFFFFF:08x}"
+
+
+class ChangeLog:
+    def __init__(self, index_dir: Path) -> None:
+        self.directory = Path(index_dir) / LOG_DIR
+        self.path = self.directory / LOG_FILE
+        self._handle: IO[bytes] | None = None
+        self._lock_handle: IO[bytes] | None = None
+
+    # ------------------------------------------------------------------------------------------------ reading
+
+    def batches(self, after: int = 0) -> Iterator[tuple[int, list[Change]]]:
+        """(version, changes) of every whole batch with a version above `after`, in order."""
+        for version, raw in self._records():
+            if version > after:
+                where = f"{self.path.name} version {version}"
+                yield version, [parse_change(obj, where, i) for i, obj in enumerate(raw, start=1)]
+
+    def last_version(self) -> int:
+        return max((version for version, _ in self._records()), default=0)
+
+    def _records(self) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+        if not self.path.is_file():
+            return
+        with self.path.open("rb") as handle:
+            for lineno, raw in enumerate(handle, start=1):
+                record = self._decode(raw)
+                if record is None:
+                    if raw.endswith(b"\n"):  # damage before the end is not a torn append: refuse to guess
+                        raise IndexStoreError(f"{self.path}:{lineno}: damaged change log record")
+                    return  # a torn last line: never acknowledged
+                yield record
+
+    @staticmethod
+    def _decode(raw: bytes) -> tuple[int, list[dict[str, Any]]] | None:
+        try:
+            record = json.loads(raw)
+            version, changes = int(record["version"]), record["changes"]
+            if record["crc32"] != _crc(changes):
+                return None
+            return version, changes
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    # ------------------------------------------------------------------------------------------------ writing
+
+    def lock(self) -> None:
+        """Take the index's writer lock, held until `close`; IndexStoreError at once when another process holds
+        it or the index cannot be written."""
+        if self._lock_handle is not None:
+            return
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            handle = (self.directory / LOCK_FILE).open("ab")
+        except OSError as exc:
+            raise IndexStoreError(f"{self.directory.parent} takes no changes: {exc.strerror}") from None
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise IndexStoreError(
+                f"another process is changing {self.directory.parent} (a server serving it?): "
+                "send the changes there with skbqa update --server HOST:PORT"
+            ) from None
+        self._lock_handle = handle
+        self._cut_torn_tail()
+
+    def append(self, version: int, changes: list[Change]) -> None:
+        """Write one batch and fsync it: when this returns, the batch survives a crash of this machine."""
+        if self._lock_handle is None:
+            raise RuntimeError("take the log's lock before appending")
+        body = [change_to_json(c) for c in changes]
+        line = json.dumps({"version": version, "crc32": _crc(body), "changes": body}, ensure_ascii=False)
+        if self._handle is None:
+            self._handle = self.path.open("ab")
+            _fsync_dir(self.directory)  # the file's own name is durable too
+        self._handle.write(line.encode() + b"\n")
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+
+    def drop_through(self, version: int) -> int:
+        """Rewrite the log without the batches up to `version` (a snapshot holds them); returns how many went."""
+        kept = [(v, c) for v, c in self._records() if v > version]
+        dropped = sum(1 for _ in self._records()) - len(kept)
+        if not dropped:
+            return 0
+        temporary = self.path.with_suffix(".tmp")
+        with temporary.open("wb") as handle:
+            for v, body in kept:
+                line = json.dumps({"version": v, "crc32": _crc(body), "changes": body}, ensure_ascii=False)
+                handle.write(line.encode() + b"\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+        os.replace(temporary, self.path)
+        _fsync_dir(self.directory)
+        return dropped
+
+    def link_into(self, snapshot_dir: Path) -> None:
+        """Give a new snapshot the same log and lock files (hard links: one file, two names)."""
+        target = Path(snapshot_dir) / LOG_DIR
+        target.mkdir(parents=True, exist_ok=True)
+        for name in (LOG_FILE, LOCK_FILE):
+            if (self.directory / name).exists():
+                os.link(self.directory / name, target / name)
+
+    def _cut_torn_tail(self) -> None:
+        if not self.path.is_file():
+            return
+        good = 0
+        with self.path.open("rb") as handle:
+            for raw in handle:
+                if self._decode(raw) is None and not raw.endswith(b"\n"):
+                    break
+                good += len(raw)
+        if good < self.path.stat().st_size:
+            logger.warning("%s: cutting a torn last record (%d bytes)", self.path, self.path.stat().st_size - good)
+            with self.path.open("r+b") as handle:
+                handle.truncate(good)
+                os.fsync(handle.fileno())
+
+    def close(self) -> None:
+        for handle in (self._handle, self._lock_handle):
+            if handle is not None:
+                handle.close()
+        self._handle = self._lock_handle = None
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
