@@ -37,6 +37,7 @@ from skbqa.stores.index import EMBEDDING_SETS, open_index
 def mixed_batch(updater: IndexUpdater, size: int, rng: random.Random, next_id: list[int]) -> list[Change]:
     state, schema = updater.state, updater.state.schema
     ids = list(state.nodes)
+    deleted: set[int] = set()
     out: list[Change] = []
     for i in range(size):
         share = i / max(size, 1)
@@ -52,15 +53,15 @@ def mixed_batch(updater: IndexUpdater, size: int, rng: random.Random, next_id: l
             r = state.nodes[node_id]
             out.append(UpsertNode(node_id, schema.node_types[r.type].name, r.name, r.text + " Revised.", r.attrs))
         elif share < 0.35:
-            out.append(DeleteNode(rng.choice(ids)))
+            gone = rng.choice(ids)
+            deleted.add(gone)
+            out.append(DeleteNode(gone))
         else:
             edge = schema.edge_types[rng.randrange(len(schema.edge_types))]
-            sources = [
-                n for n in rng.sample(ids, 200) if schema.node_types[state.nodes[n].type].name == edge.source
-            ]
-            targets = [
-                n for n in rng.sample(ids, 200) if schema.node_types[state.nodes[n].type].name == edge.target
-            ]
+            sources, targets = (
+                [n for n in rng.sample(ids, 200) if n not in deleted and state.nodes[n].type == code]
+                for code in (schema.node_code(edge.source), schema.node_code(edge.target))
+            )
             if sources and targets:
                 out.append(AddEdge(sources[0], edge.name, targets[0]))
     return out

@@ -137,6 +137,16 @@ def _serve(index: Path, port: int) -> subprocess.Popen[bytes]:
     raise AssertionError("skbqa serve did not become ready")
 
 
+def _wait_for_a_fold(index: Path) -> None:
+    """Until a fold's work directory is beside the index (the fold has started writing its snapshot)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if any(p.name.startswith(f".{index.name}.ingest-") for p in index.parent.iterdir()):
+            return
+        time.sleep(0.02)
+    raise AssertionError("no fold started")
+
+
 def test_acknowledged_changes_survive_kill_minus_9(index_copy: Path) -> None:
     from skbqa.devstack.ports import free_port
 
@@ -145,6 +155,11 @@ def test_acknowledged_changes_survive_kill_minus_9(index_copy: Path) -> None:
     try:
         with SkbqaClient.connect(f"127.0.0.1:{port}", deadline_s=60) as client:
             first = client.apply_changes([_new_disease()])
+            _wait_for_a_fold(index_copy)
+            os.kill(process.pid, signal.SIGKILL)  # in the middle of folding the first batch
+            process.wait(timeout=30)
+        process = _serve(index_copy, port)
+        with SkbqaClient.connect(f"127.0.0.1:{port}", deadline_s=60) as client:
             second = client.apply_changes([_new_disease(NEW_ID + 1, "quexalian lung fibrosis")])
         os.kill(process.pid, signal.SIGKILL)  # at once: the second batch is logged, not yet folded in
         process.wait(timeout=30)
@@ -154,6 +169,7 @@ def test_acknowledged_changes_survive_kill_minus_9(index_copy: Path) -> None:
             answer = client.ask("quexalian lung fibrosis", strategy="bm25", k=3, min_version=second.version)
             assert answer.items[0].node_id == NEW_ID + 1
             assert client.ask(NEW_NAME, strategy="bm25", k=3, min_version=first.version).items[0].node_id == NEW_ID
+        assert not [p for p in index_copy.parent.iterdir() if p.name.startswith(f".{index_copy.name}.")]
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)

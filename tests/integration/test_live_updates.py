@@ -137,3 +137,67 @@ def test_a_sage_graph_is_rebuilt_for_the_new_snapshot(split, tmp_path: Path) -> 
     graph.check_built_for(live.stores.manifest, len(live.stores.nodes))  # built for this snapshot
     assert graph.meta["config"]["percentile"] == 90.0
     assert live.ask(_questions(base, [])[0], strategy="sage", k=5).items
+
+
+def _export(updater: IndexUpdater, directory: Path) -> Path:
+    """The updater's knowledge base as a bundle (what a user would re-ingest instead of streaming changes)."""
+    state, schema = updater.state, updater.state.schema
+    directory.mkdir()
+    (directory / "schema.json").write_text((SAMPLE_BUNDLE / "schema.json").read_text())
+    nodes = [
+        {"id": i, "type": schema.node_types[r.type].name, "name": r.name, "attrs": r.attrs, "text": r.text}
+        for i, r in sorted(state.nodes.items())
+    ]
+    edges = [{"src": s, "type": schema.edge_names[t], "dst": d} for s, t, d in sorted(state.edges)]
+    (directory / "nodes.jsonl").write_text("".join(json.dumps(n) + "\n" for n in nodes))
+    (directory / "edges.jsonl").write_text("".join(json.dumps(e) + "\n" for e in edges))
+    return directory
+
+
+def test_edge_only_and_text_only_batches_keep_what_they_cannot_change(tmp_path: Path) -> None:
+    """An edge-only batch keeps BM25 and the lexicon, a text-only one the lexicon; both still equal a fresh
+    ingest of the changed knowledge base."""
+    encoder = HashingEncoder()
+    ingest(SAMPLE_BUNDLE, tmp_path / "live", encoder, progress=False)
+    questions = _questions(SAMPLE_BUNDLE, [])
+    updater = IndexUpdater(tmp_path / "live", encoder)
+    try:
+        edges = sorted(updater.state.edges)[::40]
+        schema = updater.state.schema
+        removed = [
+            (i, parse_change({"op": "remove_edge", "src": s, "type": schema.edge_names[t], "dst": d}, "e", i))
+            for i, (s, t, d) in enumerate(edges, start=1)
+        ]
+        updater.submit(removed, "e")
+        edge_report = updater.snapshot()
+        edited = [
+            (
+                i,
+                parse_change(
+                    {
+                        "op": "upsert_node",
+                        "node": {
+                            "id": n,
+                            "type": schema.node_types[r.type].name,
+                            "name": r.name,
+                            "attrs": r.attrs,
+                            "text": "Corrected: " + r.text[:200],
+                        },
+                    },
+                    "t",
+                    i,
+                ),
+            )
+            for i, (n, r) in enumerate(sorted(updater.state.nodes.items())[::30], start=1)
+        ]
+        updater.submit(edited, "t")
+        text_report = updater.snapshot()
+        final = _export(updater, tmp_path / "final")
+    finally:
+        updater.close()
+    assert edge_report is not None and edge_report.copied == ["bm25", "lexicon"]
+    assert text_report is not None and text_report.copied == ["lexicon"]
+    ingest(final, tmp_path / "fresh", encoder, progress=False)
+    fresh = EmbeddedEngine.open(tmp_path / "fresh", encoder=encoder)
+    live = EmbeddedEngine.open(tmp_path / "live", encoder=encoder)
+    assert _rankings(live, questions) == _rankings(fresh, questions)

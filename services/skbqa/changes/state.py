@@ -2,15 +2,16 @@
 at a time (a batch applies whole or not at all), and written back as an `SKB` for the index builder.
 
 Edges are a set: adding an edge that exists and removing one that does not change nothing, so a batch applied
-twice leaves the same knowledge base (the change log's replay relies on it). `touched` collects the ids whose own
-record or edges changed since the state was read: the builder re-embeds only texts around them.
+twice leaves the same knowledge base (the change log's replay relies on it). `touched` collects, since the state
+was read, the ids whose record changed, whose name changed (neighbours' texts quote it) and the ends of changed
+edges: the builder re-embeds only texts that read them.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,21 @@ from skbqa.stores.graph.csr import CsrGraph
 from skbqa.stores.nodes import NodeTable
 
 Edge = tuple[int, int, int]  # (source id, edge code, target id)
+
+
+@dataclass
+class Touched:
+    records: set[int] = field(default_factory=set)  # added, deleted, or name / type / text / attrs changed
+    names: set[int] = field(default_factory=set)  # added, deleted or renamed
+    edges: set[int] = field(default_factory=set)  # an end of an added or removed edge
+
+    def copy(self) -> Touched:
+        return Touched(set(self.records), set(self.names), set(self.edges))
+
+    def merge(self, other: Touched) -> None:
+        self.records |= other.records
+        self.names |= other.names
+        self.edges |= other.edges
 
 
 @dataclass(frozen=True)
@@ -41,7 +57,7 @@ class KbState:
         for edge in edges:
             self.incident.setdefault(edge[0], set()).add(edge)
             self.incident.setdefault(edge[2], set()).add(edge)
-        self.touched: set[int] = set()
+        self.touched = Touched()
         n_types = len(schema.node_types)
         self._allowed = np.zeros((len(schema.edge_names), n_types, n_types), dtype=bool)
         for e in schema.edge_types:
@@ -68,7 +84,7 @@ class KbState:
         ChangeError naming its line, after the ones before it are undone. `then` runs once all fit (the log
         append): when it raises, the batch is undone too. Returns what happened, by outcome."""
         undo: list[tuple[str, Any]] = []
-        touched_before = set(self.touched)
+        touched_before = self.touched.copy()
         outcome: Counter[str] = Counter()
         try:
             for line, change in batch:
@@ -95,7 +111,8 @@ class KbState:
                 self._remove_edge(edge, undo)
             undo.append(("node", (change.id, old)))
             del self.nodes[change.id]
-            self.touched.add(change.id)
+            self.touched.records.add(change.id)
+            self.touched.names.add(change.id)
             return "nodes deleted"
         edge = self._edge(change, where, line)
         if isinstance(change, AddEdge):
@@ -104,7 +121,7 @@ class KbState:
             self.edges.add(edge)
             self._link(edge)
             undo.append(("added", edge))
-            self.touched.update((edge[0], edge[2]))
+            self.touched.edges.update((edge[0], edge[2]))
             return "edges added"
         if edge not in self.edges:
             return "edges already absent"
@@ -129,7 +146,9 @@ class KbState:
             return "nodes unchanged"
         undo.append(("node", (change.id, old)))
         self.nodes[change.id] = record
-        self.touched.add(change.id)
+        self.touched.records.add(change.id)
+        if old is None or old.name != record.name:
+            self.touched.names.add(change.id)
         return "nodes added" if old is None else "nodes changed"
 
     def _edge(self, change: AddEdge | RemoveEdge, where: str, line: int) -> Edge:
@@ -164,7 +183,7 @@ class KbState:
             if linked is not None:
                 linked.discard(edge)
         undo.append(("removed", edge))
-        self.touched.update((edge[0], edge[2]))
+        self.touched.edges.update((edge[0], edge[2]))
 
     def _undo(self, kind: str, item: Any) -> None:
         if kind == "node":

@@ -2,10 +2,11 @@
 vector, every other one is encoded (through the index's own encoder: the local one, or Triton in a cluster).
 
 Which texts can have changed follows from what each embedded text reads (`ingest.documents`): a node's name and
-document read only the node; its relations document reads its neighbours' names and, through a neighbour it has
-exactly one of over an edge, that neighbour's out-neighbours' names. So the relations texts that can change are
-those of nodes within two hops (either direction, old graph or new) of a touched node; they are rebuilt old and
-new and compared, and only those that differ are encoded.
+document read only the node; its relations document reads the node, its own edges, its neighbours' names and,
+through a neighbour it has exactly one of over an edge, that neighbour's edges and its out-neighbours' names. So
+the relations texts that can change are those of nodes whose record changed, nodes up to one hop from an end of
+a changed edge, and nodes up to two hops from a renamed, added or deleted node (either direction, in the old
+graph and in the new); they are rebuilt old and new and compared, and only those that differ are encoded.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from skbqa.changes.state import Touched
 from skbqa.ingest.documents import embedded_texts
 from skbqa.query.encoder import Encoder
 from skbqa.skb.model import lookup_positions
@@ -31,11 +33,11 @@ class DeltaReport:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-def within_two_hops(graph: CsrGraph, positions: np.ndarray) -> np.ndarray:
-    """`positions` and every node up to two edges away from them, in either direction."""
+def within_hops(graph: CsrGraph, positions: np.ndarray, hops: int) -> np.ndarray:
+    """`positions` and every node up to `hops` edges away from them, in either direction."""
     seen = np.unique(np.asarray(positions, np.int64))
     frontier = seen
-    for _ in range(2):
+    for _ in range(hops):
         if frontier.size == 0:
             break
         reached = graph.neighbours(frontier, None, "both")
@@ -52,7 +54,7 @@ class DeltaVectors:
         old_nodes: NodeTable,
         old_graph: CsrGraph,
         old_sets: dict[str, ExactIndex],
-        touched: Iterable[int],
+        touched: Touched,
         encoder: Encoder,
         *,
         progress: bool = False,
@@ -60,7 +62,7 @@ class DeltaVectors:
         self._old_nodes = old_nodes
         self._old_graph = old_graph
         self._old_sets = old_sets
-        self._touched = np.fromiter(touched, np.int64)
+        self._touched = touched
         self._encoder = encoder
         self._progress = progress
         self.report = DeltaReport()
@@ -68,7 +70,7 @@ class DeltaVectors:
     def __call__(self, name: str, nodes: NodeTable, graph: CsrGraph) -> tuple[np.ndarray, int]:
         started = time.perf_counter()
         old_of_new = lookup_positions(self._old_nodes.ids, nodes.ids)  # -1: a node the old snapshot lacks
-        candidates = self._candidates(name, nodes, graph, old_of_new)
+        candidates = self._candidates(name, nodes, graph)
         kept = candidates[old_of_new[candidates] >= 0]
         new_texts = embedded_texts(name, nodes, graph, kept)
         old_texts = embedded_texts(name, self._old_nodes, self._old_graph, old_of_new[kept])
@@ -86,13 +88,21 @@ class DeltaVectors:
         self.report.seconds[name] = round(time.perf_counter() - started, 3)
         return out, int(encode.size)
 
-    def _candidates(self, name: str, nodes: NodeTable, graph: CsrGraph, old_of_new: np.ndarray) -> np.ndarray:
+    def _candidates(self, name: str, nodes: NodeTable, graph: CsrGraph) -> np.ndarray:
         """New positions whose text in set `name` may differ from the old snapshot's."""
-        new_touched = lookup_positions(nodes.ids, self._touched)
-        new_touched = new_touched[new_touched >= 0]
+        records = _positions(nodes, self._touched.records)
         if name != "relations":
-            return np.unique(new_touched)
-        old_touched = lookup_positions(self._old_nodes.ids, self._touched)
-        old_region = within_two_hops(self._old_graph, old_touched[old_touched >= 0])
-        in_new = lookup_positions(nodes.ids, self._old_nodes.ids[old_region])
-        return np.union1d(within_two_hops(graph, new_touched), in_new[in_new >= 0])
+            return records
+        region = [records]
+        for ids, hops in ((self._touched.edges, 1), (self._touched.names, 2)):
+            region.append(within_hops(graph, _positions(nodes, ids), hops))
+            old_region = within_hops(self._old_graph, _positions(self._old_nodes, ids), hops)
+            region.append(_positions(nodes, self._old_nodes.ids[old_region]))
+        return np.unique(np.concatenate(region))
+
+
+def _positions(nodes: NodeTable, ids: Iterable[int] | np.ndarray) -> np.ndarray:
+    """The positions of those of `ids` that are nodes of `nodes`, ascending."""
+    wanted = ids if isinstance(ids, np.ndarray) else np.fromiter(ids, np.int64)
+    found = lookup_positions(nodes.ids, wanted)
+    return np.unique(found[found >= 0])

@@ -191,11 +191,14 @@ def build_snapshot(
     provenance: dict[str, Any],
     seconds: dict[str, float] | None = None,
     started: float | None = None,
+    reuse: Mapping[str, Path] | None = None,
 ) -> IngestReport:
     """Write every store of an index for `skb` into `work`: what ingest does after loading the bundle, and what
     an update does for the changed knowledge base. `vectors_for(set, nodes, graph)` gives a set's vectors (row
     per node position) and how many texts it encoded; `ann` may differ per set; `provenance` goes into the
-    manifest (bundle, kb_version, where the vectors came from)."""
+    manifest (bundle, kb_version, where the vectors came from). `reuse`: "lexicon" (file) and "bm25"
+    (directory) of a snapshot whose nodes build the same ones, copied instead of built."""
+    reuse = reuse or {}
     seconds = {} if seconds is None else seconds
     started = time.perf_counter() if started is None else started
 
@@ -215,15 +218,19 @@ def build_snapshot(
     graph.save(work / "graph")
     t = lap("graph", t)
     # Every process that opens the index needs the name lexicon; building it costs seconds per million names.
-    NameLexicon.build_from(nodes).save(work / "nodes" / LEXICON_FILE, nodes=len(nodes))
+    if "lexicon" in reuse:
+        shutil.copy2(reuse["lexicon"], work / "nodes" / LEXICON_FILE)
+    else:
+        NameLexicon.build_from(nodes).save(work / "nodes" / LEXICON_FILE, nodes=len(nodes))
     t = lap("lexicon", t)
-    chunks = (
-        [document(nodes, i) for i in range(lo, min(lo + BM25_CHUNK, len(nodes)))]
-        for lo in range(0, len(nodes), BM25_CHUNK)
-    )
-    bm25 = Bm25Index.build_chunks(chunks, nodes.types, progress=progress)
-    bm25.save(work / "bm25")
-    del bm25
+    if "bm25" in reuse:
+        shutil.copytree(reuse["bm25"], work / "bm25")
+    else:
+        chunks = (
+            [document(nodes, i) for i in range(lo, min(lo + BM25_CHUNK, len(nodes)))]
+            for lo in range(0, len(nodes), BM25_CHUNK)
+        )
+        Bm25Index.build_chunks(chunks, nodes.types, progress=progress).save(work / "bm25")
     t = lap("bm25", t)
     keys = np.arange(len(nodes), dtype=np.int64)
     encoded = 0

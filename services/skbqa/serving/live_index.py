@@ -1,7 +1,9 @@
 """The embedded server's index taking changes while it serves: batches are checked and logged (acknowledged with
 their version once fsync'd), and a background thread folds what is pending into a new snapshot, opens it, warms
-it and swaps it in between requests. A request reads the pipeline it started with to the end, so no answer mixes
-two versions; `wait_for` gives `Ask.min_version` its read-your-writes.
+it and swaps it in between requests. The fold itself runs in a child process at low priority
+(`changes.snapshot.write_in_child`), so questions keep the server's cores and interpreter. A request reads the
+pipeline it started with to the end, so no answer mixes two versions; `wait_for` gives `Ask.min_version` its
+read-your-writes.
 
 The writer (`IndexUpdater`, which holds the knowledge base in memory and the index's lock) is opened on the first
 change, or at start when the change log holds batches no snapshot has yet: a server that is only asked never
@@ -31,9 +33,17 @@ RETRY_AFTER_FAILURE_S = 5.0
 
 class LiveIndex:
     def __init__(
-        self, index: Path, encoder: Encoder, backend: LocalBackend, open_pipeline: Callable[[], LocalPipeline]
+        self,
+        index: Path,
+        encoder: Encoder,
+        backend: LocalBackend,
+        open_pipeline: Callable[[], LocalPipeline],
+        *,
+        encoder_url: str | None = None,
     ) -> None:
+        """`encoder_url`: the Triton encoder the folds use (None: the index's local encoder)."""
         self._index = Path(index)
+        self._encoder_url = encoder_url
         self._encoder = encoder
         self._backend = backend
         self._open_pipeline = open_pipeline
@@ -81,7 +91,7 @@ class LiveIndex:
                 return
             self._wake.clear()
             try:
-                report = self._writer().snapshot()
+                report = self._writer().snapshot(in_child=True, encoder_url=self._encoder_url)
                 if report is None:
                     continue
                 pipeline = self._open_pipeline()

@@ -137,6 +137,7 @@ def start_embedded(
             runtime.encoder,
             backend,
             lambda: LocalPipeline(build_runtime(settings, runtime.encoder)),
+            encoder_url=settings.encoder_url,
         )
     servicer = _api_servicer(settings, backend, "embedded", live)
     server = _api_server(settings, servicer, limits)
