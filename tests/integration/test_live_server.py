@@ -147,6 +147,7 @@ def _wait_for_a_fold(index: Path) -> None:
     raise AssertionError("no fold started")
 
 
+@pytest.mark.slow  # three server starts and two kills (~85 s): CI runs it with the slow suites
 def test_acknowledged_changes_survive_kill_minus_9(index_copy: Path) -> None:
     from skbqa.devstack.ports import free_port
 

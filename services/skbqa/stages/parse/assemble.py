@@ -27,6 +27,9 @@ TARGET = "y"
 _RELATIVE_PRONOUNS = frozenset({"that", "which", "whom", "who"})
 # Words that may end a question after the last constant without making it a subject ("… are there?").
 _CLAUSE_TAIL = frozenset({"are", "is", "there", "exist", "exists", "s"})
+# English words that stand for an unnamed node of any type between the answer and a constant ("packages that
+# depend on *something* maintained by X"): read like a type word, each type of the schema tried in its place.
+PLACEHOLDERS = frozenset({"something", "anything", "stuff", "things", "somethings", "whatever"})
 
 
 @dataclass
@@ -76,6 +79,12 @@ class QueryAssembler:
         chooser = self._relations(query.encoder)
         reader = self._chains(query.encoder)
         hints = self._types.mentions(text)
+        placeholders = [
+            TypeMention(node_type.name, i, i + 1)
+            for i, token in enumerate(text.tokens)
+            if token.lower in PLACEHOLDERS and text.claimed[i] is None
+            for node_type in self._schema.node_types
+        ]
         node_types = self._stores.nodes.types
         plans: list[_Plan] = []
         wanted: set[str] = set()
@@ -84,7 +93,14 @@ class QueryAssembler:
             subject = self._constant_is_subject(text, constant)
             left, right = text.clause(constant.start, constant.end)
             clause = (text.words(left, constant.start), text.words(constant.end, right))
-            inner = [m for m in hints if left <= m.start and m.end <= constant.start] if chains else []
+            inner = (
+                sorted(
+                    (m for m in [*hints, *placeholders] if left <= m.start and m.end <= constant.start),
+                    key=lambda m: m.start,
+                )
+                if chains
+                else []
+            )
             by_type = []
             for type_code in _types_in_order(constant.positions, node_types):
                 type_name = self._schema.node_types[type_code].name

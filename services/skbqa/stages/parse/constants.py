@@ -19,7 +19,16 @@ from skbqa.stores.index import IndexStores
 from skbqa.stores.lexicon import NameLexicon
 
 FUZZY_MIN_COSINE = 0.86  # a leftover phrase links to a node name only when the name vectors are this close
-MIN_SINGLE_WORD_CHARS = 3
+MIN_SINGLE_WORD_CHARS = 2
+# English words of two letters that are not names (besides the function words): a one-word name this short must
+# be none of them ("tk", "jq" and "C3" are names; "we", "up" are not).
+SHORT_ENGLISH = frozenset(
+    {"am", "go", "he", "hi", "id", "if", "im", "ma", "mr", "ms", "my", "oh", "ok", "so", "up", "us", "vs", "we",
+     "ie", "eg", "et", "al", "re", "pm", "st", "nd", "rd", "th"}
+)  # fmt: skip
+# An indefinite article before a single word makes it a common noun ("a library built from …", "an archive"),
+# not the name of one node.
+INDEFINITE_ARTICLES = frozenset({"a", "an"})
 MIN_FUZZY_WORDS = 2
 MIN_SINGLE_CORRECTED_CHARS = 7  # a corrected one-word name must be long: short unknown words are mostly jargon
 
@@ -48,6 +57,13 @@ class ConstantSpotter:
         self._fuzzy_min_cosine = fuzzy_min_cosine
         self._speller = Speller(lexicon)
         schema = stores.nodes.schema
+        # A word of a multi-word type name on its own ("the curl *source*", "a *virtual* one") speaks of the type.
+        self._type_name_words = {
+            word
+            for t in schema.node_types
+            if len(words := t.name.replace("/", " ").replace("_", " ").replace("-", " ").lower().split()) > 1
+            for word in words
+        }
         self._edge_name_stems = set().union(*(stems(e.name.replace("_", " ")) for e in schema.edge_types))
         self.relation_stems = set().union(*(stems(e.name + " " + e.description) for e in schema.edge_types))
 
@@ -63,7 +79,7 @@ class ConstantSpotter:
         while i < len(text):
             for n in range(min(lexicon.max_words, len(text) - i), 0, -1):
                 words = text.words(i, i + n)
-                if n == 1 and (len(words[0]) < MIN_SINGLE_WORD_CHARS or self._types.is_form(words)):
+                if n == 1 and (not self._may_be_single_name(text, i) or self._types.is_form(words)):
                     continue
                 if all(w in FUNCTION_WORDS for w in words):
                     continue
@@ -161,10 +177,20 @@ class ConstantSpotter:
         words = text.words(start, end)
         if all(w in FUNCTION_WORDS for w in words):
             return False
-        if end - start == 1 and len(words[0]) < MIN_SINGLE_WORD_CHARS:
+        if end - start == 1 and not self._may_be_single_name(text, start):
             return False
         # A bare type word ("gene", "diseases") is a type hint, not a node name.
         return not self._types.is_form(words)
+
+    def _may_be_single_name(self, text: QuestionText, index: int) -> bool:
+        """Whether one word alone may be a node's name: long enough, not a short English word, not a word of a
+        multi-word type name, and not introduced by an indefinite article."""
+        word = text.tokens[index].lower
+        if len(word) < MIN_SINGLE_WORD_CHARS or word in FUNCTION_WORDS or word in self._type_name_words:
+            return False
+        if len(word) == 2 and (word in SHORT_ENGLISH or not word.isalnum()):
+            return False
+        return index == 0 or text.tokens[index - 1].lower not in INDEFINITE_ARTICLES
 
     def fuzzy(self, text: QuestionText, query: QueryContext) -> list[Constant]:
         """Leftover phrases with content words: link to the closest node name if it is close enough."""
