@@ -81,6 +81,7 @@ def test_a_change_stream_gives_the_index_of_a_fresh_ingest(split, tmp_path: Path
     assert manifest["kb_version"] == 2 and manifest["counts"]["nodes"] == len(fresh.stores.nodes)
 
 
+@pytest.mark.slow  # three CLI processes, each loading the encoder; CI runs it with the slow suites
 def test_skbqa_update_and_compact_commands(biomed_sample_engine, tmp_path: Path) -> None:
     import shutil
     import subprocess
@@ -117,6 +118,7 @@ def test_skbqa_update_and_compact_commands(biomed_sample_engine, tmp_path: Path)
     )
 
 
+@pytest.mark.slow  # a SAGE build; CI runs it with the slow suites
 def test_a_sage_graph_is_rebuilt_for_the_new_snapshot(split, tmp_path: Path) -> None:
     from skbqa.strategies.sage.graph_build import SageBuildConfig, build_for_index
     from skbqa.strategies.sage.store import SageGraph

@@ -85,3 +85,8 @@ def test_something_between_two_relations_is_an_unnamed_node(engine: EmbeddedEngi
     assert parsed.symbols["m1"].type == "package"
     answer = engine.ask("which packages depend on something maintained by Ada Lovelace?", strategy="af")
     assert answer.items[0].node_id == 4
+
+
+def test_two_names_joined_by_and_are_both_constants(engine: EmbeddedEngine) -> None:
+    parsed = parse(engine, "which packages depend on jq and curl?")
+    assert sorted(names for _, names in constants(parsed).values()) == [("curl",), ("jq",)]

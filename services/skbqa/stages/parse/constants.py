@@ -26,6 +26,7 @@ SHORT_ENGLISH = frozenset(
     {"am", "go", "he", "hi", "id", "if", "im", "ma", "mr", "ms", "my", "oh", "ok", "so", "up", "us", "vs", "we",
      "ie", "eg", "et", "al", "re", "pm", "st", "nd", "rd", "th"}
 )  # fmt: skip
+COORDINATORS = frozenset({"and", "or", "nor"})
 # An indefinite article before a single word makes it a common noun ("a library built from …", "an archive"),
 # not the name of one node.
 INDEFINITE_ARTICLES = frozenset({"a", "an"})
@@ -166,8 +167,8 @@ class ConstantSpotter:
 
     def _labels_next(self, text: QuestionText, constant: Constant, nxt: Constant) -> bool:
         between = text.words(constant.end, nxt.start)
-        if len(between) > 2 or any(w not in FUNCTION_WORDS for w in between):
-            return False
+        if len(between) > 2 or any(w not in FUNCTION_WORDS or w in COORDINATORS for w in between):
+            return False  # "X and Y", "X or Y": two names side by side, neither labels the other
         if any(text.boundary_before(i) for i in range(constant.end, nxt.start + 1)):
             return False
         words = stems(constant.surface)
