@@ -115,8 +115,9 @@ class ChangeLog:
 
     def drop_through(self, version: int) -> int:
         """Rewrite the log without the batches up to `version` (a snapshot holds them); returns how many went."""
-        kept = [(v, c) for v, c in self._records() if v > version]
-        dropped = sum(1 for _ in self._records()) - len(kept)
+        records = list(self._records())
+        kept = [(v, c) for v, c in records if v > version]
+        dropped = len(records) - len(kept)
         if not dropped:
             return 0
         temporary = self.path.with_suffix(".tmp")

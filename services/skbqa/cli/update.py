@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +44,7 @@ def _apply_locally(index: Path, batch: list[Any], where: str, *, progress: bool)
 
     updater = IndexUpdater(index, progress=progress)
     try:
-        version, outcome = _submit_with_progress(updater, batch, where, progress)
+        version, outcome = updater.submit(batch, where)  # the fold below shows the encoder's progress bar
         report = updater.snapshot()
     finally:
         updater.close()
@@ -59,18 +58,6 @@ def _apply_locally(index: Path, batch: list[Any], where: str, *, progress: bool)
             "seconds": report.seconds,
         }
     return summary
-
-
-def _submit_with_progress(updater: Any, batch: list[Any], where: str, progress: bool) -> tuple[int, Counter[str]]:
-    if not progress or len(batch) < 1000:
-        result: tuple[int, Counter[str]] = updater.submit(batch, where)
-        return result
-    from tqdm import tqdm
-
-    with tqdm(total=len(batch), desc="checking and logging changes", unit="change", leave=False) as bar:
-        result = updater.submit(batch, where)
-        bar.update(len(batch))
-    return result
 
 
 def run_compact(args: argparse.Namespace) -> int:
