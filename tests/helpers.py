@@ -143,3 +143,15 @@ def sample_with_sage(engine: Any, directory: Path) -> tuple[Any, Any, dict[str, 
     strategies: dict[str, Any] = dict(engine.strategies)
     strategies["sage"] = SageStrategy(own, strategies)
     return graph, own, strategies
+
+
+def engine_over(
+    directory: Path, encoder: Any, schema: dict[str, Any], nodes: list[dict[str, Any]], edges: list[dict[str, Any]]
+) -> Any:
+    """An embedded engine over a small knowledge base of a test's own, ingested into `directory`."""
+    from skbqa.engine.embedded import EmbeddedEngine
+    from skbqa.ingest.builder import ingest
+
+    bundle = write_bundle(directory / "bundle", schema=schema, nodes=nodes, edges=edges, qa=[])
+    ingest(bundle, directory / "index", encoder, progress=False)
+    return EmbeddedEngine.open(directory / "index", encoder=encoder)

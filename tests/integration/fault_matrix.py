@@ -50,6 +50,7 @@ class Call:
     finals: list[list[int]] = field(default_factory=list)
     partials: int = 0
     status: str | None = None  # grpc.StatusCode name; None = ended OK
+    detail: str = ""  # the status's message (the gateway says whether the bus had taken the request)
     notes: list[dict[str, Any]] = field(default_factory=list)  # each final's notes_json, parsed
     degraded: list[bool] = field(default_factory=list)
     began: float = 0.0  # time.monotonic() at the call's start and end

@@ -72,6 +72,7 @@ def ask_stream(stub: api_pb2_grpc.SkbqaStub, index: int, question: str, timeout_
                 call.partials += 1
     except grpc.RpcError as exc:
         call.status = exc.code().name
+        call.detail = (exc.details() or "")[:200]
     call.ended = time.monotonic()
     return call
 
@@ -179,8 +180,10 @@ def trace(stack: LocalStack, request_ids: list[str]) -> dict[str, dict[str, int]
             if batch:
                 quiet_since = time.monotonic()
             for message in batch:
-                if message.key in seen:
-                    seen[message.key][message.topic] += 1
+                # the bus key is the call's own id: the client's id, "#", a suffix the gateway adds
+                client_id = message.key.partition("#")[0]
+                if client_id in seen:
+                    seen[client_id][message.topic] += 1
         consumer.close()
     finally:
         bus.close()

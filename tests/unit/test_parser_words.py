@@ -4,20 +4,17 @@ unnamed node ("something") between two relations."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from skbqa.engine.embedded import EmbeddedEngine
-from skbqa.ingest.builder import ingest
-from tests.helpers import write_bundle
+from tests.helpers import engine_over
 from tests.unit.test_encoder_parser import constants, edges, parse
 
 SCHEMA = {
     "name": "archive",
     "description": "software packages",
     "node_types": [
-        {"name": "package", "description": "a binary package"},
+        {"name": "package", "description": "a binary package (a deb)"},
         {"name": "source_package", "description": "the source a package is built from"},
         {"name": "maintainer", "description": "a person or team maintaining packages"},
         {"name": "tag", "description": "a label for packages"},
@@ -40,6 +37,7 @@ NODES = [
     {"id": 8, "type": "tag", "name": "source", "text": "source code"},
     {"id": 9, "type": "tag", "name": "library", "text": "a library"},
     {"id": 10, "type": "package", "name": "httpie", "text": "HTTP client"},
+    {"id": 11, "type": "tag", "name": "deb", "text": "packaged as a .deb"},
 ]
 EDGES = [
     {"src": 3, "type": "depends", "dst": 1},
@@ -55,10 +53,7 @@ EDGES = [
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory, onnx_encoder) -> EmbeddedEngine:
-    directory: Path = tmp_path_factory.mktemp("archive")
-    bundle = write_bundle(directory / "bundle", schema=SCHEMA, nodes=NODES, edges=EDGES, qa=[])
-    ingest(bundle, directory / "index", onnx_encoder, progress=False)
-    return EmbeddedEngine.open(directory / "index", encoder=onnx_encoder)
+    return engine_over(tmp_path_factory.mktemp("archive"), onnx_encoder, SCHEMA, NODES, EDGES)
 
 
 def test_a_two_letter_name_is_a_constant(engine: EmbeddedEngine) -> None:
@@ -90,3 +85,40 @@ def test_something_between_two_relations_is_an_unnamed_node(engine: EmbeddedEngi
 def test_two_names_joined_by_and_are_both_constants(engine: EmbeddedEngine) -> None:
     parsed = parse(engine, "which packages depend on jq and curl?")
     assert sorted(names for _, names in constants(parsed).values()) == [("curl",), ("jq",)]
+
+
+def test_a_question_without_a_type_word_takes_its_target_from_the_verb(engine: EmbeddedEngine) -> None:
+    """ "Who maintains libcurl4?": no word names the answer's type; "maintains" shares its stem with the edge
+    maintained_by, whose far end from the named package is a maintainer."""
+    parsed = parse(engine, "who maintains libcurl4?")
+    assert parsed.target_type == "maintainer"
+    assert any("name an edge" in w for w in parsed.warnings)
+    assert engine.ask("who maintains libcurl4?", strategy="af").items[0].node_id == 7
+
+
+def test_a_type_word_joined_to_a_name_by_the_verb_stays_the_target(engine: EmbeddedEngine) -> None:
+    """ "packages maintained by Ada Lovelace", after an opener that keeps "packages" from heading the question:
+    the verb's edge joins the mentioned type to the named maintainer, so the packages are what is asked for."""
+    parsed = parse(engine, "In this archive, packages maintained by Ada Lovelace?")
+    assert parsed.target_type == "package"
+
+
+def test_words_that_point_at_two_types_decide_nothing() -> None:
+    from skbqa.skb.schema import Schema
+    from skbqa.stages.parse.edge_word_target import EdgeWordTarget
+    from skbqa.stages.parse.question_text import QuestionText
+
+    words = EdgeWordTarget(Schema.from_dict(SCHEMA))
+    text = QuestionText.of("what is tagged or maintained with jq?")
+    assert words.target(text, {"package"}, set(), set()) is None  # tag and maintainer both fit
+    assert words.target(QuestionText.of("what is jq tagged with?"), {"package"}, set(), set()) == "tag"
+    assert words.target(QuestionText.of("what is jq about?"), {"package"}, set(), set()) is None
+
+
+def test_a_name_the_schema_uses_for_the_answer_type_qualifies_it(engine: EmbeddedEngine) -> None:
+    """ "which deb packages …": the schema describes packages as debs, so the tag named "deb" says what the answer
+    is, not a node it must be tagged with."""
+    parsed = parse(engine, "which deb packages depend on jq?")
+    assert constants(parsed) == {"c1": ("package", ("jq",))}
+    assert any("describes the answer's type" in w for w in parsed.warnings)
+    assert engine.ask("which deb packages depend on jq?", strategy="af").items[0].node_id == 3

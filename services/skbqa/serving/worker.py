@@ -205,10 +205,12 @@ class StageWorker:
                 return
             # the stage's own time ends here; the publish is its own figure (the next stage's queue wait starts
             # when the output is on the bus), so stage + publish + queue waits add up to the request's time
-            self._observe(request, started, "ok")
+            self._metrics.observe_stage(role, request.strategy, time.perf_counter() - started, "ok")
             published = time.perf_counter()
             self._publish(output)
             self._metrics.observe_publish(role, time.perf_counter() - published)
+            # counted once its outputs are on the bus: an "ok" is a message whose outputs others can read
+            self._metrics.count_message(role, "ok")
             self._done.add(request.request_id)
             self.processed += 1
             return
@@ -218,12 +220,14 @@ class StageWorker:
         self._metrics.count_message(self.core.role, status)
 
     def _publish(self, output: StageOutput) -> None:
+        # This stage's answers (a partial) go before its forward: the final, made downstream from the forward,
+        # then always reaches the answer topic after them, and a stream sees its partial before its final.
+        for envelope in output.answers:
+            self._bus.publish(topics.ANSWER, envelope.request_id, envelope.SerializeToString())
         if output.forward is not None:
             self._bus.publish(
                 self.core.output_topic, output.forward.request_id, output.forward.SerializeToString()
             )
-        for envelope in output.answers:
-            self._bus.publish(topics.ANSWER, envelope.request_id, envelope.SerializeToString())
 
     def _answer_error(self, request: StageMessage, code: int, text: str) -> None:
         envelope = AnswerEnvelope(

@@ -47,6 +47,14 @@ CONTENT_MIN_CHARS = 3
 INDEFINITE = frozenset(
     {"a", "an", "some", "any", "one", "certain", "particular", "the", "something", "anything", "those", "its"}
 )
+# Nouns that, followed by "of", name a narrower node of the same kind as what follows ("a *subtype* of X", "some
+# *part* of X", "a more specific *kind* of X"): English, the hop a hierarchy edge states whatever it is called.
+NARROWER_NOUNS = frozenset(
+    {"kind", "type", "sort", "form", "variety", "subtype", "subclass", "subcategory", "category", "specialization",
+     "specialisation", "descendant", "child", "part", "component", "subpart", "piece", "portion", "subset",
+     "member", "instance", "variant", "version"}
+)  # fmt: skip
+NARROWER_TAIL_WORDS = 5  # "a more specific kind of", "some direct subtype of": the phrase is this short
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,24 @@ def far_is_subject(words: Sequence[str]) -> bool:
 
 def content_words(words: Sequence[str]) -> list[str]:
     return [w for w in words if w not in FUNCTION_WORDS and len(w) >= CONTENT_MIN_CHARS and not w.isdigit()]
+
+
+def is_narrower_noun(word: str) -> bool:
+    lemma = noun_lemma(word) or word
+    return lemma in NARROWER_NOUNS or (word.startswith("sub") and noun_lemma(word[3:]) is not None)
+
+
+def narrower_tail(words: Sequence[str]) -> int:
+    """How many of the last words, ending in "of", introduce an unnamed narrower node: "… has *a subtype of*",
+    "… with *some more specific kind of*" (0 when they do not)."""
+    if len(words) < 2 or words[-1] != "of" or not is_narrower_noun(words[-2]):
+        return 0
+    start = len(words) - 2
+    while start > 0 and len(words) - start < NARROWER_TAIL_WORDS and words[start - 1] not in INDEFINITE:
+        start -= 1
+    if start > 0 and words[start - 1] in INDEFINITE:
+        return len(words) - start + 1
+    return 0
 
 
 class ChainReader:
@@ -139,16 +165,27 @@ class ChainReader:
         if any(not content_words(words) for words in parts_words[1:]):
             return None  # "diseases like X": a type word that only introduces what follows
         types = [target_type, *(m.type_name for m in mentions), constant_type]
+        # "a disease that has *a subtype of* X as a feature": one more, unnamed node of X's type next to X
+        tail = narrower_tail(before[cuts[-1] :])
+        narrower: list[tuple[float, Hop]] = []
+        if tail:
+            tail_words = before[len(before) - tail :]
+            narrower = self._hierarchy_hops(tail_words, constant_type, types[-2], None, graph, constant_nodes)
+            if narrower:
+                parts_words[-1] = before[cuts[-1] : len(before) - tail] + after
         ranked: list[list[tuple[float, Hop]]] = []
         for k, words in enumerate(parts_words):
             part = Part(tuple(words), far_is_subject(words))
             ranked.append(self.hop(types[k], types[k + 1], part, encode.get(" ".join(words))))
-        ranked[-1] = [item for item in ranked[-1] if _exists(graph, constant_nodes, item[1])]
+        if not narrower:
+            ranked[-1] = [item for item in ranked[-1] if _exists(graph, constant_nodes, item[1])]
         if not all(ranked):
             return None
         score = sum(hops[0][0] for hops in ranked) / len(ranked) * 2  # per hop, on the scale of a two-hop chain
         hops = tuple(hops[0][1] for hops in reversed(ranked))
         vias = tuple(m.type_name for m in reversed(mentions))
+        if narrower:
+            hops, vias = (narrower[0][1], *hops), (constant_type, *vias)
         return RelationOption(hops, vias, score, any_edge=any(_close(hops) for hops in ranked))
 
     def hierarchy(
@@ -162,12 +199,12 @@ class ChainReader:
     ) -> RelationOption | None:
         """The chain answer –(left words)– node of the constant's type –(hierarchy words)– constant, when it
         explains the clause clearly better than any single edge between the two types."""
+        best = self._answer_side_hierarchy(before, target_type, constant_type, encode, graph, constant_nodes)
         if not self.between(constant_type, constant_type):
-            return None
+            return best
         same_type = constant_type == target_type
         whole = encode.get(" ".join(before))
         single = max((self.score(before, e, whole) for e in self.between(target_type, constant_type)), default=0.0)
-        best: RelationOption | None = None
         for cut in range(1, len(before)):
             left, right = before[:cut], before[cut:]
             if right[0] not in INDEFINITE or not content_words(right) or (same_type and not content_words(left)):
@@ -180,11 +217,57 @@ class ChainReader:
             if not hierarchy or not to_answer:
                 continue
             # The hierarchy words must have their own evidence (checked above) and the rest must still name the edge
-            # to the answer about as well as the whole clause names a single edge.
+            # to the answer about as well as the whole clause names a single edge, unless English names the
+            # narrower node outright ("show *a subtype of* X"): then the rest only chooses among the edges.
+            named = narrower_tail(right) == len(right)
             score = hierarchy[0][0] + to_answer[0][0]
-            if to_answer[0][0] >= single - HIERARCHY_MARGIN and (best is None or score > best.score):
+            if (named or to_answer[0][0] >= single - HIERARCHY_MARGIN) and (best is None or score > best.score):
                 best = RelationOption(
-                    (hierarchy[0][1], to_answer[0][1]), (constant_type,), score, any_edge=_close(hierarchy)
+                    (hierarchy[0][1], to_answer[0][1]),
+                    (constant_type,),
+                    score,
+                    any_edge=_close(hierarchy) or (named and _close(to_answer)),
+                )
+        return best
+
+    def _answer_side_hierarchy(
+        self,
+        before: list[str],
+        target_type: str,
+        constant_type: str,
+        encode: dict[str, np.ndarray],
+        graph: GraphStore,
+        constant_nodes: np.ndarray,
+    ) -> RelationOption | None:
+        """The chain answer –hierarchy– node of the answer's type –(right words)– constant, when the answer is
+        said to be a narrower node of an unnamed one: "phenotypes that are *subtypes of a* feature recorded for
+        X", "processes that are *part of some* process regulated by X"."""
+        if not self.between(target_type, target_type):
+            return None
+        best: RelationOption | None = None
+        for cut in range(2, len(before)):
+            left, right = before[:cut], before[cut:]
+            if left[-1] != "of" or not is_narrower_noun(left[-2]) or right[0] not in INDEFINITE:
+                continue
+            if not content_words(right):
+                continue
+            near = Part(tuple(left), far_is_subject(left))
+            hierarchy = self.hop(target_type, target_type, near, encode.get(" ".join(left)))
+            far = Part(tuple(right), far_is_subject(right))
+            to_constant = [
+                item
+                for item in self.hop(target_type, constant_type, far, encode.get(" ".join(right)))
+                if _exists(graph, constant_nodes, item[1])
+            ]
+            if not hierarchy or not to_constant:
+                continue
+            score = hierarchy[0][0] + to_constant[0][0]
+            if best is None or score > best.score:
+                best = RelationOption(
+                    (to_constant[0][1], hierarchy[0][1]),
+                    (target_type,),
+                    score,
+                    any_edge=_close(hierarchy) or _close(to_constant),
                 )
         return best
 
@@ -200,16 +283,20 @@ class ChainReader:
         """Edges among the constant's type that the words name, best first: by a shared stem, or by a cosine that
         is both fair in itself and above the words' cosine to every edge between answer and constant (so "a part
         of" reads as part_of, while "associated with" stays the answer's own edge)."""
-        if vector is None:
+        # English "sub-" before a noun ("a *sub*process of", "a *sub*type of"), or a kind or part noun before
+        # "of", names a narrower node of the same kind: a hierarchy hop, whichever edge the rest of the words fit
+        # best.
+        narrower = any(w.startswith("sub") and noun_lemma(w[3:]) is not None for w in content_words(words))
+        narrower = narrower or narrower_tail(words) > 0
+        if vector is None and not narrower:
             return []
         vectors = self._vectors()
-        rival = max(
-            (float(vectors[id(e)] @ vector) for e in self.between(target_type, constant_type)), default=0.0
+        rival = (
+            max((float(vectors[id(e)] @ vector) for e in self.between(target_type, constant_type)), default=0.0)
+            if vector is not None
+            else 0.0
         )
         far = Part(tuple(words), far_is_subject(words))
-        # English "sub-" before a noun ("a *sub*process of", "a *sub*type of") names a narrower node of the same
-        # kind: a hierarchy hop, whichever edge the rest of the words fit best.
-        narrower = any(w.startswith("sub") and noun_lemma(w[3:]) is not None for w in content_words(words))
         found: list[tuple[float, Hop]] = []
         for edge in self.between(constant_type, constant_type):
             lexical, cosine = self.evidence(words, edge, vector)
@@ -229,9 +316,12 @@ def chain_phrases(before: list[str], after: list[str], mentions: Sequence[tuple[
         if before[cut] in INDEFINITE:  # the only cuts `hierarchy` reads
             wanted.add(" ".join(before[:cut]))
             wanted.add(" ".join(before[cut:]))
+    tail = narrower_tail(before)
     for start, end in mentions:
         wanted.add(" ".join(before[:start]))
         wanted.add(" ".join(before[end:] + after))
+        if tail and end <= len(before) - tail:  # the last hop's words without "a subtype of" (`via_mentions`)
+            wanted.add(" ".join(before[end : len(before) - tail] + after))
         wanted.update(" ".join(before[end:next_start]) for next_start, _ in mentions if next_start >= end)
     return sorted(w for w in wanted if content_words(w.split()))
 

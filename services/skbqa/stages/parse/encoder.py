@@ -2,8 +2,9 @@
 
 Passes over the question, each claiming the words it uses:
 1. target type — the type word that heads the question's answer phrase ("Which *genes* …", in any word order;
-   `type_mentions`), else a synonym of a type (`type_synonyms`), else the type whose nodes dominate the
-   question's nearest documents (`TargetTypeGuesser`);
+   `type_mentions`), else a synonym of a type (`type_synonyms`), else the far end of an edge the question's
+   verb names ("how is X *inherited*", `edge_word_target`), else the type whose nodes dominate the question's
+   nearest documents (`TargetTypeGuesser`);
 2. quoted text and keyword cues ("that mention X", "related to X") → text constraints;
 3. attribute values the SKB actually has for the target type ("on chromosome 17") → attribute constraints;
 4. constants — longest match of word sequences against every name and alias, then an embedding fallback over
@@ -16,6 +17,7 @@ Nothing here is specific to one SKB: types, edges, names, aliases and attribute 
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 
@@ -26,18 +28,29 @@ from skbqa.query.encoder import Encoder
 from skbqa.query.structured import AttributeConstraint, StructuredQuery
 from skbqa.stages.parse.assemble import QueryAssembler
 from skbqa.stages.parse.base import Reading
+from skbqa.stages.parse.chains import is_narrower_noun
 from skbqa.stages.parse.constants import FUZZY_MIN_COSINE, Constant, ConstantSpotter
 from skbqa.stages.parse.cues import TextCue, claim_text_cues
+from skbqa.stages.parse.edge_word_target import EdgeWordTarget
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
 from skbqa.stages.parse.relations import RelationChooser
-from skbqa.stages.parse.type_mentions import TypeMention, TypeVocabulary, choose_target, heads_question, noun_lemma
+from skbqa.stages.parse.type_mentions import (
+    ARTICLES,
+    QUESTION_WORDS,
+    TypeMention,
+    TypeVocabulary,
+    choose_target,
+    heads_question,
+    noun_lemma,
+    qualifies_another,
+)
 from skbqa.stages.parse.type_synonyms import TypeSynonyms
 from skbqa.stages.parse.type_word_usage import TypeWordUsage
 from skbqa.stores.index import IndexStores
 from skbqa.stores.lexicon import NameLexicon
 
 # How much each way of finding the target type, and of linking a constant, is to be trusted (parse confidence).
-TYPE_CERTAINTY = {"word": 1.0, "synonym": 0.9, "guess": 0.7, "none": 0.0}
+TYPE_CERTAINTY = {"word": 1.0, "synonym": 0.9, "relation": 0.85, "guess": 0.7, "none": 0.0}
 UNSUPPORTED_GUESS_CERTAINTY = 0.45
 # Nouns that ask for narrower nodes of what follows them ("kinds of X"): English, not any one schema's.
 KIND_NOUNS = frozenset({"kind", "type", "sort", "form", "variety", "subtype", "subclass", "category", "example"})
@@ -65,6 +78,7 @@ class EncoderParser:
         self._lexicon = lexicon
         self._types = TypeVocabulary(self._schema)
         self._synonyms = TypeSynonyms(self._schema, self._word_usage)
+        self._edge_words = EdgeWordTarget(self._schema)
         self._usage: TypeWordUsage | None = None
         self._spot_attributes = attribute_spotter
         self._guess_target_type = guess_target_type
@@ -117,6 +131,8 @@ class EncoderParser:
         with query.stage("parse.constants"):
             constants = self._constants.exact(text, typos=reading.typos)
             constants += self._constants.fuzzy(text, query)
+        if type_source in ("word", "synonym") and target_type is not None:
+            constants = self._drop_answer_qualifiers(text, constants, target_type, warnings)
         if type_source in ("guess", "none") and reading.head_noun:
             kind = self._kind_of_constant(text, constants)
             if kind is not None and kind != target_type:
@@ -128,6 +144,8 @@ class EncoderParser:
         parsed.constraints.extend(constraints)
         parsed.text_constraints.extend(t for t in texts if t)
         leftover = [w for w in text.leftover_content() if w.lower()[:5] not in self._constants.relation_stems]
+        if _reads_hierarchy(parsed):  # "a subtype of", "part of some": stated by the chain, not text to match
+            leftover = [w for w in leftover if not is_narrower_noun(w.lower())]
         if leftover:
             parsed.text_constraints.append(" ".join(leftover))
         parsed.confidence = self._confidence(text, type_source, constants, parsed)
@@ -190,6 +208,18 @@ class EncoderParser:
                     text.claim(chosen.start, chosen.end, "target")
                 warnings.append(f"target type {synonym!r} read from {text.span_text(head.start, head.end)!r}")
                 return synonym, "synonym"
+        if head_noun and (chosen is None or qualifies_another(text, chosen, spans)):
+            # No word heads the answer's phrase ("How is X inherited?", "Where … are the products of genes …
+            # located?"): the question's verb or noun may name the edge that reaches the answer.
+            by_edge = self._edge_words.target(
+                text,
+                self._types_named(text, spans),
+                {m.type_name for m in mentions},
+                {i for s, e in [*spans, *((m.start, m.end) for m in mentions)] for i in range(s, e)},
+            )
+            if by_edge is not None:
+                warnings.append(f"target type {by_edge!r}: the question's words name an edge that reaches it")
+                return by_edge, "relation"
         if chosen is not None:
             text.claim(chosen.start, chosen.end, "target")
             return chosen.type_name, "word"
@@ -203,13 +233,19 @@ class EncoderParser:
         """Whether a name of a node of the mention's type ends right before it ("the hamradio section")."""
         for start, end in spans:
             if end == mention.start:
-                surface = text.span_text(start, end)
-                positions = self._lexicon().positions(surface, original=surface)
-                codes = (
-                    {int(c) for c in np.unique(self._stores.nodes.types[positions])} if positions.size else set()
-                )
-                return any(self._schema.node_types[c].name == mention.type_name for c in codes)
+                return mention.type_name in self._types_named(text, [(start, end)])
         return False
+
+    def _types_named(self, text: QuestionText, spans: list[tuple[int, int]]) -> set[str]:
+        """The types of the nodes whose names stand at the spans."""
+        found: set[str] = set()
+        for start, end in spans:
+            surface = text.span_text(start, end)
+            positions = self._lexicon().positions(surface, original=surface)
+            if positions.size:
+                codes = np.unique(self._stores.nodes.types[positions])
+                found.update(self._schema.node_types[int(c)].name for c in codes)
+        return found
 
     def _is_name(self, quoted: str) -> bool:
         return bool(self._lexicon().positions(quoted, original=quoted).size)
@@ -225,6 +261,30 @@ class EncoderParser:
             if self._spot_attributes(text.copy(), node_type, False)  # a bare value may be a name's word
         ]
         return having[0] if len(having) == 1 else None
+
+    def _drop_answer_qualifiers(
+        self, text: QuestionText, constants: list[Constant], target_type: str, warnings: list[str]
+    ) -> list[Constant]:
+        """A name inside the answer's own noun phrase that the answer type's description uses ("Which *HPO*
+        phenotype …" where phenotypes are "Human Phenotype Ontology (HPO) terms", "what *OMIM* diseases …") says
+        where the answer comes from, not a node it is related to: it stays text. ("X-linked genes" keeps its
+        constant: the gene type's description does not call genes that.)"""
+        description = self._schema.node_types[self._schema.node_code(target_type)].description.lower()
+        kept: list[Constant] = []
+        for constant in constants:
+            in_head = (
+                constant.end < len(text)
+                and text.claimed[constant.end] == "target"
+                and all(w in QUESTION_WORDS or w in ARTICLES for w in text.words(0, constant.start))
+            )
+            if in_head and re.search(rf"(?<!\w){re.escape(constant.surface.lower())}(?!\w)", description):
+                text.release(constant.start, constant.end)
+                warnings.append(
+                    f"{constant.surface!r} is how the schema describes the answer's type; kept as text"
+                )
+                continue
+            kept.append(constant)
+        return kept
 
     def _kind_of_constant(self, text: QuestionText, constants: list[Constant]) -> str | None:
         """ "What kinds of X …", "which forms of X …": the answer is of X's type (its narrower nodes)."""
@@ -257,3 +317,14 @@ class EncoderParser:
         text.claim(cue.start, cue.body_start, "relation")
         text.release(cue.body_start, cue.end)
         return True
+
+
+def _reads_hierarchy(parsed: StructuredQuery) -> bool:
+    """Whether a triplet joins two nodes of one type (a hierarchy hop through an unnamed node)."""
+    return any(
+        t.head in parsed.symbols
+        and t.tail in parsed.symbols
+        and parsed.symbols[t.head].type == parsed.symbols[t.tail].type
+        and not (parsed.symbols[t.head].is_constant and parsed.symbols[t.tail].is_constant)
+        for t in parsed.triplets
+    )

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from skbqa.skb.schema import Schema
-from skbqa.stages.parse.question_text import QuestionText
+from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
 
 # Words after which a noun phrase is what the question asks for. English, not any one SKB's.
 QUESTION_WORDS = frozenset(
@@ -28,6 +28,7 @@ PREPOSITIONS = frozenset(
     {"of", "in", "on", "at", "to", "by", "with", "from", "into", "for", "via", "through", "about", "within"}
 )
 INDEFINITE = frozenset({"a", "an", "some", "another", "one"})
+MODIFIERS_BEFORE_NOUN = 4  # names or words between a preposition and the type word it governs
 
 
 def plural(word: str) -> str:
@@ -165,15 +166,40 @@ def target_score(text: QuestionText, mention: TypeMention, name_spans: Sequence[
     score = 0.0
     if mention.start == 0 or any(w in QUESTION_WORDS for w in before):
         score += 1.0
-    if (before and before[-1] in PREPOSITIONS) or (
-        len(before) > 1 and before[-1] in ARTICLES and before[-2] in PREPOSITIONS
-    ):
+    if after_preposition(before):
         score -= 1.5  # the object of a preposition: "associated with (a) disease …"
     if before and before[-1] in INDEFINITE and not any(w in QUESTION_WORDS for w in before):
         score -= 0.5  # "… that has a phenotype …": an unnamed node on the way, not the answer
     if any(start == mention.end for start, _ in name_spans):
         score -= 2.0  # "the gene BRCA1": the word types the name that follows
     return score
+
+
+def after_preposition(before: Sequence[str]) -> bool:
+    """Whether words ending so make what follows the object of a preposition ("of (the) genes")."""
+    return bool(before) and (
+        before[-1] in PREPOSITIONS or (len(before) > 1 and before[-1] in ARTICLES and before[-2] in PREPOSITIONS)
+    )
+
+
+def qualifies_another(
+    text: QuestionText, mention: TypeMention, name_spans: Sequence[tuple[int, int]] = ()
+) -> bool:
+    """Whether the mention is the object of a preposition ("the products *of genes*", "the products *of* ACP1
+    *genes*", a name before the type word belonging to its phrase): a node on the way to the answer rather than
+    the answer."""
+    # Back to where the mention's noun phrase starts, over the names and modifiers before the type word: "… of
+    # lysophosphatidic | acid phosphatase | genes"
+    start = mention.start
+    ends = {span_end: span_start for span_start, span_end in name_spans}
+    for _ in range(MODIFIERS_BEFORE_NOUN):
+        if start in ends and ends[start] < start:
+            start = ends[start]
+        elif start > 0 and not text.boundary_before(start) and text.tokens[start - 1].lower not in FUNCTION_WORDS:
+            start -= 1
+        else:
+            break
+    return after_preposition(_words_before(text, start, 3))
 
 
 def _words_before(text: QuestionText, index: int, count: int) -> list[str]:

@@ -1,0 +1,79 @@
+"""The target type read from the question's verb or noun when no word names it: "How is X *inherited*?", "Where in
+the cell are the products of genes … *located*?", "Who *maintains* X?".
+
+A question that asks "how", "where" or "who" names its answer by what the answer does, and the schema's edge names
+say the same thing in the same words: a content word of the question that shares its stem with a word of an edge's
+name (`disease_has_mode_of_inheritance`, `gene_located_in_cellular_component`, `maintained_by`), or with a word of a
+type's name ("maintains" ~ maintainer), points at that edge. The answer is the edge's end that the rest of the
+question does not already hold: not the type of a named node, nor a type word that qualifies something else
+("products of *genes*"). Taken only when that leaves exactly one type; otherwise the caller keeps its guess.
+"""
+
+from __future__ import annotations
+
+import re
+
+from skbqa.skb.schema import Schema
+from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
+
+# Two words are one stem when they share this many leading letters ("inherited" ~ "inheritance", "located" ~
+# "location"); shorter words must be equal. Five letters: the shortest prefix that keeps "general" from "gene".
+STEM_LETTERS = 5
+MIN_WORD_LETTERS = 4
+_WORD = re.compile(r"[a-z]+")
+
+
+def name_words(name: str) -> set[str]:
+    return {w for w in _WORD.findall(name.lower()) if w not in FUNCTION_WORDS and len(w) >= MIN_WORD_LETTERS}
+
+
+def same_stem(a: str, b: str) -> bool:
+    if len(a) < STEM_LETTERS or len(b) < STEM_LETTERS:
+        return a == b
+    return a[:STEM_LETTERS] == b[:STEM_LETTERS]
+
+
+class EdgeWordTarget:
+    def __init__(self, schema: Schema) -> None:
+        self._type_words = {t.name: name_words(t.name) for t in schema.node_types}
+        # each edge: the words of its name that are not its end types' names ("mode", "inheritance"), its ends
+        self._edges = [
+            (name_words(e.name) - self._type_words.get(e.source, set()) - self._type_words.get(e.target, set()),
+             e.source, e.target)
+            for e in schema.edge_types
+        ]  # fmt: skip
+
+    def target(self, text: QuestionText, named: set[str], mentioned: set[str], skip: set[int]) -> str | None:
+        """The one type the question's free content words point at through an edge or a type's name. `named`:
+        the types of the nodes the question names; `mentioned`: the types of type words that do not head the
+        question; `skip`: token positions of names and type words. None when the words point nowhere, at several
+        types, or along an edge that joins a mentioned type to a named one (then the mentioned type may well be
+        the answer: "In Debian, packages *maintained* by X")."""
+        words = {
+            w
+            for i, token in enumerate(text.tokens)
+            if i not in skip
+            and text.claimed[i] is None
+            and (w := token.lower) not in FUNCTION_WORDS
+            and len(w) >= MIN_WORD_LETTERS
+            and w.isalpha()
+        }
+        if not words:
+            return None
+        held = named | mentioned
+        answers: set[str] = set()
+        for edge_words, source, target in self._edges:
+            if not any(same_stem(w, e) for w in words for e in edge_words):
+                continue
+            if (source in mentioned and target in named) or (target in mentioned and source in named):
+                return None
+            if source == target:
+                answers.add(source)
+            elif source in held and target not in held:
+                answers.add(target)
+            elif target in held and source not in held:
+                answers.add(source)
+        for type_name, type_words in self._type_words.items():
+            if type_name not in held and any(same_stem(w, t) for w in words for t in type_words):
+                answers.add(type_name)
+        return next(iter(answers)) if len(answers) == 1 else None

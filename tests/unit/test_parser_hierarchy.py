@@ -1,0 +1,77 @@
+"""Chains through an unnamed narrower node, on a schema of its own (recipes; nothing here is in the development
+data): "a kind of X" next to a named node, "a subtype of X" after a type word, and an answer that is itself said
+to be a narrower node of an unnamed one."""
+
+from __future__ import annotations
+
+import pytest
+
+from skbqa.engine.embedded import EmbeddedEngine
+from skbqa.stages.parse.chains import narrower_tail
+from tests.helpers import engine_over
+from tests.unit.test_encoder_parser import constants, edges, parse
+
+SCHEMA = {
+    "name": "kitchen",
+    "description": "recipes and what goes into them",
+    "node_types": [
+        {"name": "dish", "description": "a recipe that can be cooked"},
+        {"name": "ingredient", "description": "a food item used in cooking"},
+        {"name": "cook", "description": "a person who writes recipes"},
+    ],
+    "edge_types": [
+        {"name": "uses", "source": "dish", "target": "ingredient", "description": "the dish needs the ingredient"},
+        {"name": "is_a", "source": "ingredient", "target": "ingredient", "description": "a more specific kind"},
+        {"name": "created_by", "source": "dish", "target": "cook", "description": "who wrote the recipe"},
+    ],
+}
+NODES = [
+    {"id": 1, "type": "ingredient", "name": "cheese", "text": "dairy food"},
+    {"id": 2, "type": "ingredient", "name": "mozzarella", "text": "soft Italian cheese"},
+    {"id": 3, "type": "ingredient", "name": "parmesan", "text": "hard Italian cheese"},
+    {"id": 4, "type": "ingredient", "name": "buffalo mozzarella", "text": "mozzarella from buffalo milk"},
+    {"id": 5, "type": "ingredient", "name": "basil", "text": "a herb"},
+    {"id": 10, "type": "dish", "name": "margherita pizza", "text": "pizza with tomato and cheese"},
+    {"id": 11, "type": "dish", "name": "pesto", "text": "a green sauce"},
+    {"id": 12, "type": "dish", "name": "plain toast", "text": "bread, toasted"},
+    {"id": 20, "type": "cook", "name": "Marta Rossi", "text": ""},
+]
+EDGES = [
+    {"src": 2, "type": "is_a", "dst": 1},
+    {"src": 3, "type": "is_a", "dst": 1},
+    {"src": 4, "type": "is_a", "dst": 2},
+    {"src": 10, "type": "uses", "dst": 2},
+    {"src": 10, "type": "uses", "dst": 5},
+    {"src": 11, "type": "uses", "dst": 3},
+    {"src": 11, "type": "uses", "dst": 5},
+    {"src": 10, "type": "created_by", "dst": 20},
+]
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory, onnx_encoder) -> EmbeddedEngine:
+    return engine_over(tmp_path_factory.mktemp("kitchen"), onnx_encoder, SCHEMA, NODES, EDGES)
+
+
+def test_the_words_that_introduce_a_narrower_node() -> None:
+    assert narrower_tail(["dishes", "that", "use", "a", "kind", "of"]) == 3
+    assert narrower_tail(["with", "some", "more", "specific", "subtype", "of"]) == 5
+    assert narrower_tail(["dishes", "that", "use"]) == 0
+    assert narrower_tail(["made", "of"]) == 0  # "of" alone names no narrower node
+
+
+def test_a_kind_of_a_named_node_is_an_unnamed_narrower_node(engine: EmbeddedEngine) -> None:
+    parsed = parse(engine, "which dishes use a kind of cheese?")
+    assert constants(parsed) == {"c1": ("ingredient", ("cheese",))}
+    assert parsed.symbols["m1"].type == "ingredient"
+    assert ("m1", "is_a", "c1") in edges(parsed) or ("m1", None, "c1") in edges(parsed)
+    ranked = [item.node_id for item in engine.ask("which dishes use a kind of cheese?", strategy="af").items[:2]]
+    assert sorted(ranked) == [10, 11]
+
+
+def test_the_answer_said_to_be_a_subtype_of_an_unnamed_node(engine: EmbeddedEngine) -> None:
+    question = "which ingredients are subtypes of an ingredient used in margherita pizza?"
+    parsed = parse(engine, question)
+    assert parsed.target_type == "ingredient"
+    assert ("y", "is_a", "m1") in edges(parsed)
+    assert engine.ask(question, strategy="af").items[0].node_id == 4
