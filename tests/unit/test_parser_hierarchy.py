@@ -23,6 +23,7 @@ SCHEMA = {
         {"name": "uses", "source": "dish", "target": "ingredient", "description": "the dish needs the ingredient"},
         {"name": "is_a", "source": "ingredient", "target": "ingredient", "description": "a more specific kind"},
         {"name": "created_by", "source": "dish", "target": "cook", "description": "who wrote the recipe"},
+        {"name": "replaces", "source": "ingredient", "target": "ingredient", "description": "can stand in for"},
     ],
 }
 NODES = [
@@ -45,6 +46,7 @@ EDGES = [
     {"src": 11, "type": "uses", "dst": 3},
     {"src": 11, "type": "uses", "dst": 5},
     {"src": 10, "type": "created_by", "dst": 20},
+    {"src": 3, "type": "replaces", "dst": 5},
 ]
 
 
@@ -75,3 +77,11 @@ def test_the_answer_said_to_be_a_subtype_of_an_unnamed_node(engine: EmbeddedEngi
     assert parsed.target_type == "ingredient"
     assert ("y", "is_a", "m1") in edges(parsed)
     assert engine.ask(question, strategy="af").items[0].node_id == 4
+
+
+def test_a_passive_edge_to_the_answer_before_a_narrower_node_keeps_its_direction(engine: EmbeddedEngine) -> None:
+    """ "replaced by a kind of cheese": the narrower node replaces the answer, not the other way round."""
+    question = "which ingredients are replaced by a kind of cheese?"
+    parsed = parse(engine, question)
+    assert ("m1", "replaces", "y") in edges(parsed)
+    assert engine.ask(question, strategy="af").items[0].node_id == 5

@@ -38,6 +38,8 @@ NODES = [
     {"id": 9, "type": "tag", "name": "library", "text": "a library"},
     {"id": 10, "type": "package", "name": "httpie", "text": "HTTP client"},
     {"id": 11, "type": "tag", "name": "deb", "text": "packaged as a .deb"},
+    {"id": 12, "type": "tag", "name": "shared library", "text": "a library loaded at run time"},
+    {"id": 13, "type": "tag", "name": "games", "text": "games and toys"},
 ]
 EDGES = [
     {"src": 3, "type": "depends", "dst": 1},
@@ -48,6 +50,8 @@ EDGES = [
     {"src": 10, "type": "depends", "dst": 2},
     {"src": 5, "type": "tagged", "dst": 9},
     {"src": 2, "type": "tagged", "dst": 8},
+    {"src": 5, "type": "tagged", "dst": 12},
+    {"src": 3, "type": "tagged", "dst": 13},
 ]
 
 
@@ -103,15 +107,19 @@ def test_a_type_word_joined_to_a_name_by_the_verb_stays_the_target(engine: Embed
     assert parsed.target_type == "package"
 
 
-def test_words_that_point_at_two_types_decide_nothing() -> None:
+def test_of_two_types_the_earliest_word_decides_and_no_word_decides_nothing() -> None:
     from skbqa.skb.schema import Schema
     from skbqa.stages.parse.edge_word_target import EdgeWordTarget
     from skbqa.stages.parse.question_text import QuestionText
 
     words = EdgeWordTarget(Schema.from_dict(SCHEMA))
-    text = QuestionText.of("what is tagged or maintained with jq?")
-    assert words.target(text, {"package"}, set(), set()) is None  # tag and maintainer both fit
-    assert words.target(QuestionText.of("what is jq tagged with?"), {"package"}, set(), set()) == "tag"
+    # "tagged" (→ tag) comes before "maintained" (→ maintainer): the main verb
+    assert (
+        words.target(QuestionText.of("what is tagged or maintained with jq?"), {"package"}, set(), set()) == "tag"
+    )
+    assert (
+        words.target(QuestionText.of("who maintains the programs tagged x?"), {"tag"}, {"package"}, set()) is None
+    )
     assert words.target(QuestionText.of("what is jq about?"), {"package"}, set(), set()) is None
 
 
@@ -122,3 +130,15 @@ def test_a_name_the_schema_uses_for_the_answer_type_qualifies_it(engine: Embedde
     assert constants(parsed) == {"c1": ("package", ("jq",))}
     assert any("describes the answer's type" in w for w in parsed.warnings)
     assert engine.ask("which deb packages depend on jq?", strategy="af").items[0].node_id == 3
+
+
+def test_a_typo_in_a_name_takes_in_the_shorter_name_inside_it(engine: EmbeddedEngine) -> None:
+    """ "sharred library": "library" alone is a name too, but the corrected "shared library" is the longer one."""
+    parsed = parse(engine, "which packages are tagged sharred library?")
+    assert [names for _, names in constants(parsed).values()] == [("shared library",)]
+
+
+def test_the_last_plural_noun_of_a_compound_heads_it(engine: EmbeddedEngine) -> None:
+    """ "games packages …": "games" (a tag's name, and a plural noun) qualifies; "packages" is what is asked for."""
+    parsed = parse(engine, "games packages that depend on jq")
+    assert parsed.target_type == "package"

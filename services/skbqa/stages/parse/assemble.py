@@ -191,6 +191,12 @@ class QueryAssembler:
         part"); otherwise the answer is ("… that cite X", "… that are subtypes of X")."""
         before_words, after_words = self._clause_words(text, constant)
         before = [w for w in before_words if w not in ("the", "a", "an")]
+        # "X is depended on *by* what", "X gets suggested *by* which apps": the answer is the passive's agent, so
+        # the source of the edge, and X its object.
+        if "by" in after_words:
+            verb = after_words[: after_words.index("by")]
+            if any(w not in FUNCTION_WORDS and w not in _CLAUSE_TAIL for w in verb):
+                return any(w in INVERSE_WORDS for w in before_words)
         # "… subtypes of X in GO": a prepositional phrase after the constant is no clause of which X is subject.
         if after_words and after_words[0] in PREPOSITIONS:
             after_words = []

@@ -213,7 +213,10 @@ class ChainReader:
             hierarchy = self._hierarchy_hops(
                 right, constant_type, target_type, right_vector, graph, constant_nodes
             )
-            to_answer = self.hop(target_type, constant_type, Part(tuple(left), False), encode.get(" ".join(left)))
+            # the answer's own edge reads its direction from its words: "regulated by | a subtype of X"
+            to_answer = self.hop(
+                target_type, constant_type, Part(tuple(left), far_is_subject(left)), encode.get(" ".join(left))
+            )
             if not hierarchy or not to_answer:
                 continue
             # The hierarchy words must have their own evidence (checked above) and the rest must still name the edge

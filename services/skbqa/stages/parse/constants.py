@@ -114,13 +114,16 @@ class ConstantSpotter:
             else:
                 i += 1
         if typos:
-            found += self._corrected(text)
+            corrected = self._corrected(text, found)
+            # a corrected name may take in a shorter one found as written ("potasium ion | leak channel activity")
+            found = [c for c in found if not any(k.start <= c.start and c.end <= k.end for k in corrected)]
+            found += corrected
         found.sort(key=lambda c: c.start)
         return self._drop_relation_labels(text, found)
 
-    def _corrected(self, text: QuestionText) -> list[Constant]:
-        """Names written with a one-edit typo: free spans that match a name once their unknown words are
-        corrected (`Speller`), longest first."""
+    def _corrected(self, text: QuestionText, written: list[Constant]) -> list[Constant]:
+        """Names written with a one-edit typo: spans that match a name once their unknown words are corrected
+        (`Speller`), longest first; a span may take in whole names found as written (`written`)."""
         corrections = {
             i: fixed
             for i, token in enumerate(text.tokens)
@@ -136,7 +139,12 @@ class ConstantSpotter:
             for n in range(min(lexicon.max_words, len(text)), 0, -1):
                 spans = [(s, s + n) for s in range(max(0, index - n + 1), min(index, len(text) - n) + 1)]
                 hit = next(
-                    (span for span in spans if text.free(*span) and self._fits(text, span, corrections)), None
+                    (
+                        span
+                        for span in spans
+                        if _free_but_names(text, span, written) and self._fits(text, span, corrections)
+                    ),
+                    None,
                 )
                 if hit is None:
                     continue
@@ -222,3 +230,9 @@ class ConstantSpotter:
 
     def connecting(self, word: str) -> bool:
         return word in FUNCTION_WORDS or word[:5] in self.relation_stems
+
+
+def _free_but_names(text: QuestionText, span: tuple[int, int], names: list[Constant]) -> bool:
+    """Whether every token of the span is free or part of a name that lies wholly inside it."""
+    inside = {k for c in names if span[0] <= c.start and c.end <= span[1] for k in range(c.start, c.end)}
+    return all(text.claimed[k] is None or k in inside for k in range(*span))

@@ -46,11 +46,12 @@ class EdgeWordTarget:
     def target(self, text: QuestionText, named: set[str], mentioned: set[str], skip: set[int]) -> str | None:
         """The one type the question's free content words point at through an edge or a type's name. `named`:
         the types of the nodes the question names; `mentioned`: the types of type words that do not head the
-        question; `skip`: token positions of names and type words. None when the words point nowhere, at several
-        types, or along an edge that joins a mentioned type to a named one (then the mentioned type may well be
-        the answer: "In Debian, packages *maintained* by X")."""
+        question; `skip`: token positions of names and type words. Of several types, the one the earliest word
+        points at. None when the words point nowhere, when their earliest points at several types, or along an
+        edge that joins a mentioned type to a named one (then the mentioned type may well be the answer: "In
+        Debian, packages *maintained* by X")."""
         words = {
-            w
+            i: w
             for i, token in enumerate(text.tokens)
             if i not in skip
             and text.claimed[i] is None
@@ -61,19 +62,30 @@ class EdgeWordTarget:
         if not words:
             return None
         held = named | mentioned
-        answers: set[str] = set()
+        answers: dict[str, int] = {}  # each type pointed at, and the first word that points at it
+
+        def point(type_name: str, position: int) -> None:
+            answers[type_name] = min(position, answers.get(type_name, position))
+
         for edge_words, source, target in self._edges:
-            if not any(same_stem(w, e) for w in words for e in edge_words):
+            matched = [i for i, w in words.items() if any(same_stem(w, e) for e in edge_words)]
+            if not matched:
                 continue
             if (source in mentioned and target in named) or (target in mentioned and source in named):
                 return None
             if source == target:
-                answers.add(source)
+                point(source, matched[0])
             elif source in held and target not in held:
-                answers.add(target)
+                point(target, matched[0])
             elif target in held and source not in held:
-                answers.add(source)
+                point(source, matched[0])
         for type_name, type_words in self._type_words.items():
-            if type_name not in held and any(same_stem(w, t) for w in words for t in type_words):
-                answers.add(type_name)
-        return next(iter(answers)) if len(answers) == 1 else None
+            matched = [i for i, w in words.items() if any(same_stem(w, t) for t in type_words)]
+            if type_name not in held and matched:
+                point(type_name, matched[0])
+        if not answers:
+            return None
+        # Several types: the question's main verb comes first ("who *maintains* the programs *providing* X?").
+        first = min(answers.values())
+        earliest = [name for name, position in answers.items() if position == first]
+        return earliest[0] if len(earliest) == 1 else None

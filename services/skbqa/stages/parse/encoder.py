@@ -201,6 +201,18 @@ class EncoderParser:
         # A head noun that is not a type word comes before the type words further on: "*conditions* associated
         # with genes located in …" asks for diseases, not genes.
         if head is not None and (chosen is None or head.start < chosen.start):
+            # A head noun that names an edge ("in what *locations* …", "which *maintainers* …") reaches the answer
+            # through it: the edge's far end from the named nodes, before any reading of the noun as a synonym.
+            by_edge = self._edge_words.target(
+                text,
+                self._types_named(text, spans),
+                {m.type_name for m in mentions},
+                set(range(len(text))) - set(range(head.start, head.end)),
+            )
+            if by_edge is not None:
+                text.claim(head.start, head.end, "target")
+                warnings.append(f"target type {by_edge!r}: the head noun names an edge that reaches it")
+                return by_edge, "relation"
             synonym = self._synonyms.type_of(text, head, query.encoder)
             if synonym is not None:
                 text.claim(head.start, head.end, "target")

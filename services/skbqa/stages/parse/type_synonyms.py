@@ -34,6 +34,7 @@ GENERIC_NOUNS = frozenset(
 )  # fmt: skip
 _TOKEN = re.compile(r"[a-z][a-z0-9:_/.-]*[a-z0-9]|[a-z]")
 WH_WORDS = frozenset({"which", "what", "whose"})
+OPENING_WORDS = 4  # "Can you show …", "I'm looking for …": where a request word opens the question
 
 
 @dataclass(frozen=True)
@@ -74,9 +75,8 @@ class TypeSynonyms:
         return {lemma: types for lemma, types in by_word.items() if len(types) < len(per_type)}
 
     def head_noun(self, text: QuestionText, name_spans: Sequence[tuple[int, int]]) -> HeadNoun | None:
-        """The answer's noun after a question word: in the words up to the next function word or name, the first
-        plural noun ("which OMIM-catalogued *disorders* …", "what phenotypic *abnormalities* …"), else the first
-        noun."""
+        """The answer's noun after a question word: in the words up to the next function word or name, the last
+        plural noun ("which OMIM-catalogued *disorders* …", "games section *packages* …"), else the first noun."""
         # A one-word name written in lower case that English reads as a noun ("which *traits* …" where some gene
         # has the alias TRAITS) is the question's noun, not a name.
         inside = {
@@ -88,11 +88,14 @@ class TypeSynonyms:
         words = text.words(0, len(text))
         # Where the answer's noun phrase may start, most telling first: after a wh-word ("For the source package
         # X, *which team* …"), after another question word ("list …", "looking for …"), at the question's start.
-        starts = [i for i, w in enumerate(words) if w in WH_WORDS and text.claimed[i] is None]
-        starts += [
+        # A question word further in is more often a verb of a clause ("disorders … that also *show* a specific
+        # kind of …") than the request itself, so the question's start comes before it.
+        wh = [i for i, w in enumerate(words) if w in WH_WORDS and text.claimed[i] is None]
+        asks = [
             i for i, w in enumerate(words) if w in QUESTION_WORDS and w not in WH_WORDS and text.claimed[i] is None
         ]
-        for i in [*starts, -1]:
+        opening = [i for i in asks if i < OPENING_WORDS]
+        for i in [*wh, *opening, -1, *(i for i in asks if i >= OPENING_WORDS)]:
             j = i + 1
             while j < len(words) and words[j] in ("the", "a", "an", "all", "any", "some", "me", "of", "for"):
                 j += 1
@@ -112,7 +115,8 @@ class TypeSynonyms:
             ]
             nouns = [(k, lemma) for k, lemma in nouns if words[k] not in GENERIC_NOUNS]  # "which *ones* …"
             plural = [(k, lemma) for k, lemma in nouns if lemma != words[k]]
-            chosen = plural[0] if plural else (nouns[0] if nouns else None)
+            # a compound's head is its last noun: "games section *packages*", "OMIM-catalogued *disorders*"
+            chosen = plural[-1] if plural else (nouns[0] if nouns else None)
             if chosen is not None:
                 return HeadNoun(chosen[0], chosen[0] + 1, chosen[1])
         return None

@@ -18,6 +18,7 @@ from skbqa.stores.nodes import NodeTable
 # what the node is. Beyond it a text talks about other things ("… in patients with a *disorder* of …").
 OPENING_CHARS = 160
 MIN_NODES = 10  # a word fewer nodes of a type use says nothing about that type (a small type wins on a handful)
+USAGE_FLOOR = 0.1  # the share of the evidence spread evenly over every type, so that no type is vetoed outright
 _WORD = re.compile(r"[a-z]+")
 
 
@@ -43,4 +44,6 @@ class TypeWordUsage:
         if not counts.any():
             return None
         rates = counts / np.maximum(self._sizes, 1.0)
-        return rates / rates.sum()
+        # A type whose nodes use the word fewer than MIN_NODES times is not ruled out, only made unlikely: a word
+        # users call a type by may be rare in that type's own names ("illness" among diseases named "… syndrome").
+        return (1.0 - USAGE_FLOOR) * rates / rates.sum() + USAGE_FLOOR / len(rates)
