@@ -142,3 +142,15 @@ def test_the_last_plural_noun_of_a_compound_heads_it(engine: EmbeddedEngine) -> 
     """ "games packages …": "games" (a tag's name, and a plural noun) qualifies; "packages" is what is asked for."""
     parsed = parse(engine, "games packages that depend on jq")
     assert parsed.target_type == "package"
+
+
+def test_a_passive_agent_after_the_name_is_the_answer(engine: EmbeddedEngine) -> None:
+    """ "jq is depended on by what?": what depends on jq, not what jq depends on."""
+    parsed = parse(engine, "jq is depended on by what?")
+    assert edges(parsed) == {("y", "depends", "c1")}
+    assert engine.ask("jq is depended on by what?", strategy="af").items[0].node_id == 3
+
+
+def test_a_verb_ends_the_compound_that_heads_the_question(engine: EmbeddedEngine) -> None:
+    """ "which packages require tags …": the verb ends the answer's noun phrase, so "tags" does not head it."""
+    assert parse(engine, "which packages require tags like library?").target_type == "package"

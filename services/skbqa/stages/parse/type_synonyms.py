@@ -115,7 +115,14 @@ class TypeSynonyms:
             ]
             nouns = [(k, lemma) for k, lemma in nouns if words[k] not in GENERIC_NOUNS]  # "which *ones* …"
             plural = [(k, lemma) for k, lemma in nouns if lemma != words[k]]
-            # a compound's head is its last noun: "games section *packages*", "OMIM-catalogued *disorders*"
+            # A compound's head is its last noun ("games section *packages*", "OMIM-catalogued *disorders*"); the
+            # compound ends at the first word after a plural that is no noun ("*genes* encode components of …").
+            run_end = (
+                next((k for k in range(plural[0][0] + 1, end) if noun_lemma(words[k]) is None), end)
+                if plural
+                else end
+            )
+            plural = [(k, lemma) for k, lemma in plural if k < run_end]
             chosen = plural[-1] if plural else (nouns[0] if nouns else None)
             if chosen is not None:
                 return HeadNoun(chosen[0], chosen[0] + 1, chosen[1])
