@@ -17,7 +17,7 @@ with must exist on the constant's own nodes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -225,11 +225,11 @@ class ChainReader:
             named = narrower_tail(right) == len(right)
             score = hierarchy[0][0] + to_answer[0][0]
             if (named or to_answer[0][0] >= single - HIERARCHY_MARGIN) and (best is None or score > best.score):
+                answer_hop = to_answer[0][1]
+                if named and _close(to_answer):  # the hierarchy hop stays exact; the answer's edge is any of them
+                    answer_hop = replace(answer_hop, any_edge=True)
                 best = RelationOption(
-                    (hierarchy[0][1], to_answer[0][1]),
-                    (constant_type,),
-                    score,
-                    any_edge=_close(hierarchy) or (named and _close(to_answer)),
+                    (hierarchy[0][1], answer_hop), (constant_type,), score, any_edge=_close(hierarchy)
                 )
         return best
 

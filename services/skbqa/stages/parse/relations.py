@@ -45,6 +45,7 @@ def edge_text(edge: EdgeType) -> str:
 class Hop:
     edge: EdgeType
     from_constant_side: bool  # True: the hop's source is on the constant's side of the path
+    any_edge: bool = False  # the words did not separate this hop's edge from a rival: accept any edge type here
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class RelationOption:
         out: list[Triplet] = []
         for hop, left, right in zip(self.hops, chain, chain[1:], strict=False):
             head, tail = (left, right) if hop.from_constant_side else (right, left)
-            out.append(Triplet(head, None if self.any_edge else hop.edge.name, tail))
+            out.append(Triplet(head, None if self.any_edge or hop.any_edge else hop.edge.name, tail))
         return out
 
 
