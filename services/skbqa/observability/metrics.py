@@ -43,9 +43,8 @@ BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 # The outcomes the dashboard expects for `count_message`; workers may add their own (an `expired` deadline,
 # an `error`), which pass the label allow-list like any other value.
-# "late": an answer for a call that had already ended without one (its deadline passed) — not a duplicate;
-# "resent": a request the gateway published again, as its next attempt, having had no final word of it
-MESSAGE_OUTCOMES = frozenset({"ok", "retried", "dead_lettered", "duplicate", "late", "resent"})
+# "late": an answer for a call that had already ended without one (its deadline passed) — not a duplicate
+MESSAGE_OUTCOMES = frozenset({"ok", "retried", "dead_lettered", "duplicate", "late"})
 # What `count_llm` reads from a usage dict. Parser traces (the `llm_usage` note) report `calls` — answered
 # calls, a failing one raises instead; reranker `UsageMeter`s report `prompts` (answered), `failed`, `skipped`
 # (never sent) and `abandoned` (still in flight at the deadline).

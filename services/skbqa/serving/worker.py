@@ -39,12 +39,6 @@ from skbqa.serving.status import DEADLINE_EXCEEDED, INVALID_ARGUMENT, PERMANENT,
 logger = logging.getLogger(__name__)
 
 
-def delivery_key(request: StageMessage) -> str:
-    """What a stage remembers a handled message by: its request id, and the gateway's attempt when it published the
-    request again (a redelivered copy of one attempt is a duplicate; a new attempt is work)."""
-    return f"{request.request_id}~{request.attempt}" if request.attempt else request.request_id
-
-
 class _Recent:
     """The last `size` request ids this worker finished (bounded memory)."""
 
@@ -184,7 +178,7 @@ class StageWorker:
             self._dead_letter(message, request, INVALID_ARGUMENT, "the stage message could not be decoded", exc, 1)
             self._observe(request, time.perf_counter(), "undecodable")
             return
-        if delivery_key(request) in self._done:
+        if request.request_id in self._done:
             self._metrics.count_message(role, "duplicate")
             return
         if request.deadline_unix_ms and time.time() * 1000 > request.deadline_unix_ms:
@@ -217,7 +211,7 @@ class StageWorker:
             self._metrics.observe_publish(role, time.perf_counter() - published)
             # counted once its outputs are on the bus: an "ok" is a message whose outputs others can read
             self._metrics.count_message(role, "ok")
-            self._done.add(delivery_key(request))
+            self._done.add(request.request_id)
             self.processed += 1
             return
 
@@ -245,7 +239,7 @@ class StageWorker:
             gateway_id=request.gateway_id,
         )
         self._bus.publish(topics.ANSWER, request.request_id, envelope.SerializeToString())
-        self._done.add(delivery_key(request))
+        self._done.add(request.request_id)
 
     def _dead_letter(
         self, message: Message, request: StageMessage, code: int, text: str, exc: Exception, attempts: int = 0

@@ -155,7 +155,7 @@ class Candidate(_message.Message):
     def __init__(self, position: _Optional[int] = ..., score: _Optional[float] = ..., source: _Optional[str] = ..., scores: _Optional[_Mapping[str, float]] = ..., evidence_json: _Optional[str] = ...) -> None: ...
 
 class StageMessage(_message.Message):
-    __slots__ = ("request_id", "deadline_unix_ms", "accepted_unix_ms", "question", "strategy", "k", "options_json", "question_embedding", "parsed", "symbol_sets", "scope", "candidates", "rerank_count", "timings_ms", "notes_json", "stream_partial", "gateway_id", "parsed_set", "symbols_set", "scope_set", "ranked_set", "attempt")
+    __slots__ = ("request_id", "deadline_unix_ms", "accepted_unix_ms", "question", "strategy", "k", "options_json", "question_embedding", "parsed", "symbol_sets", "scope", "candidates", "rerank_count", "timings_ms", "notes_json", "stream_partial", "gateway_id", "parsed_set", "symbols_set", "scope_set", "ranked_set")
     class TimingsMsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -184,7 +184,6 @@ class StageMessage(_message.Message):
     SYMBOLS_SET_FIELD_NUMBER: _ClassVar[int]
     SCOPE_SET_FIELD_NUMBER: _ClassVar[int]
     RANKED_SET_FIELD_NUMBER: _ClassVar[int]
-    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     deadline_unix_ms: int
     accepted_unix_ms: int
@@ -206,8 +205,7 @@ class StageMessage(_message.Message):
     symbols_set: bool
     scope_set: bool
     ranked_set: bool
-    attempt: int
-    def __init__(self, request_id: _Optional[str] = ..., deadline_unix_ms: _Optional[int] = ..., accepted_unix_ms: _Optional[int] = ..., question: _Optional[str] = ..., strategy: _Optional[str] = ..., k: _Optional[int] = ..., options_json: _Optional[str] = ..., question_embedding: _Optional[bytes] = ..., parsed: _Optional[_Union[StructuredQuery, _Mapping]] = ..., symbol_sets: _Optional[_Iterable[_Union[CandidateSet, _Mapping]]] = ..., scope: _Optional[_Union[Scope, _Mapping]] = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., rerank_count: _Optional[int] = ..., timings_ms: _Optional[_Mapping[str, float]] = ..., notes_json: _Optional[str] = ..., stream_partial: _Optional[bool] = ..., gateway_id: _Optional[str] = ..., parsed_set: _Optional[bool] = ..., symbols_set: _Optional[bool] = ..., scope_set: _Optional[bool] = ..., ranked_set: _Optional[bool] = ..., attempt: _Optional[int] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[str] = ..., deadline_unix_ms: _Optional[int] = ..., accepted_unix_ms: _Optional[int] = ..., question: _Optional[str] = ..., strategy: _Optional[str] = ..., k: _Optional[int] = ..., options_json: _Optional[str] = ..., question_embedding: _Optional[bytes] = ..., parsed: _Optional[_Union[StructuredQuery, _Mapping]] = ..., symbol_sets: _Optional[_Iterable[_Union[CandidateSet, _Mapping]]] = ..., scope: _Optional[_Union[Scope, _Mapping]] = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., rerank_count: _Optional[int] = ..., timings_ms: _Optional[_Mapping[str, float]] = ..., notes_json: _Optional[str] = ..., stream_partial: _Optional[bool] = ..., gateway_id: _Optional[str] = ..., parsed_set: _Optional[bool] = ..., symbols_set: _Optional[bool] = ..., scope_set: _Optional[bool] = ..., ranked_set: _Optional[bool] = ...) -> None: ...
 
 class AnswerEnvelope(_message.Message):
     __slots__ = ("request_id", "kind", "stage", "answer", "status_code", "status_message", "gateway_id")

@@ -36,29 +36,11 @@ BUS_DOWN = "the message bus is unreachable; retry shortly"
 # Request ids of calls that ended without their final answer (deadline passed), remembered so that an answer
 # arriving after them is counted as late rather than as a duplicate; the oldest are forgotten first.
 ENDED_UNANSWERED = 4096
-# A broker that crashes may lose messages it had acknowledged (Tansu on object storage does), so a request can
-# vanish between stages after the gateway accepted it. A request with no final word this long after its publish
-# is published again as a new attempt (stages do not take it for a duplicate), the wait doubling each time; far
-# above any healthy pipeline's latency, so that an overloaded one is not handed extra copies. The first final
-# answer ends the call; later ones are counted as duplicates.
-RESEND_AFTER_S = 10.0
-MAX_RESENDS = 2
-RESEND_CHECK_S = 0.5
 
 
 class BusBackend:
-    def __init__(
-        self,
-        bus: Bus,
-        *,
-        gateway_id: str | None = None,
-        poll_timeout_s: float = 0.05,
-        resend_after_s: float = RESEND_AFTER_S,
-    ) -> None:
+    def __init__(self, bus: Bus, *, gateway_id: str | None = None, poll_timeout_s: float = 0.05) -> None:
         self.gateway_id = gateway_id or uuid.uuid4().hex[:12]
-        self._resend_after_s = resend_after_s
-        self._unanswered_since: dict[str, tuple[StageMessage, float]] = {}  # request id → (message, last publish)
-        self._next_resend_check = 0.0
         self._bus = bus
         self._waiters: dict[str, Waiter] = {}
         self._lock = threading.Lock()
@@ -100,9 +82,6 @@ class BusBackend:
         except Exception:
             self.forget(waiter)
             raise
-        with self._lock:
-            if message.request_id in self._waiters:  # not answered already
-                self._unanswered_since[message.request_id] = (message, time.monotonic())
         return waiter
 
     def _publish(self, message: StageMessage) -> Future[None]:
@@ -115,7 +94,6 @@ class BusBackend:
 
     def forget(self, waiter: Waiter) -> None:
         with self._lock:
-            self._unanswered_since.pop(waiter.request_id, None)
             if self._waiters.get(waiter.request_id) is waiter:  # still waiting: the call ended unanswered
                 del self._waiters[waiter.request_id]
                 self._unanswered[waiter.request_id] = None
@@ -162,7 +140,6 @@ class BusBackend:
                     waiter = self._waiters.get(envelope.request_id)
                     if waiter is not None and envelope.kind != AnswerEnvelope.PARTIAL:
                         del self._waiters[envelope.request_id]
-                        self._unanswered_since.pop(envelope.request_id, None)
                     late = waiter is None and self._unanswered.pop(envelope.request_id, 0) is None
                 if waiter is None:
                     metrics.count_message("gateway", "late" if late else "duplicate")
@@ -173,40 +150,6 @@ class BusBackend:
                     self._consumer.commit(messages)
                 except Exception as exc:  # a lost commit only means these answers may arrive again: dropped
                     logger.warning("answer consumer commit: %s", str(exc).splitlines()[0])
-            self._resend_overdue()
-
-    def _resend_overdue(self) -> None:
-        """Publish again, as their next attempt, the requests with no final word `resend_after_s` × 2^attempt
-        after their last publish, while their deadline leaves room for an answer."""
-        now = time.monotonic()
-        if now < self._next_resend_check:
-            return
-        self._next_resend_check = now + min(RESEND_CHECK_S, self._resend_after_s / 4)
-        now_ms = time.time() * 1000
-        due: list[StageMessage] = []
-        with self._lock:
-            for request_id, (message, published) in list(self._unanswered_since.items()):
-                if message.attempt >= MAX_RESENDS:
-                    del self._unanswered_since[request_id]  # no more copies: the deadline ends the call
-                    continue
-                if now - published < self._resend_after_s * 2**message.attempt:
-                    continue
-                if message.deadline_unix_ms and message.deadline_unix_ms - now_ms < self._resend_after_s * 500:
-                    continue  # less than half the wait left: too close to its deadline for a copy to be worth it
-                again = StageMessage()
-                again.CopyFrom(message)
-                again.attempt = message.attempt + 1
-                self._unanswered_since[request_id] = (again, now)
-                due.append(again)
-        for message in due:
-            try:
-                self._publish(message)  # not awaited: a bus that is down fails it, and the next check tries again
-            except BackendUnavailableError:
-                continue
-            get_metrics().count_message("gateway", "resent")
-            logger.warning(
-                "request %s had no answer; published again (attempt %d)", message.request_id, message.attempt
-            )
 
     def close(self) -> None:
         self._stop.set()
