@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -14,7 +15,7 @@ from skbqa.query.context import QueryContext
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
 from skbqa.stages.parse.relations import stems
 from skbqa.stages.parse.spelling import Speller
-from skbqa.stages.parse.type_mentions import TypeVocabulary
+from skbqa.stages.parse.type_mentions import TypeVocabulary, noun_lemma
 from skbqa.stores.index import IndexStores
 from skbqa.stores.lexicon import NameLexicon
 
@@ -27,6 +28,7 @@ SHORT_ENGLISH = frozenset(
      "ie", "eg", "et", "al", "re", "pm", "st", "nd", "rd", "th"}
 )  # fmt: skip
 COORDINATORS = frozenset({"and", "or", "nor"})
+COMPARATIVES = frozenset({"more", "most", "fewer", "fewest", "less", "least"})
 # An indefinite article before a single word makes it a common noun ("a library built from …", "an archive"),
 # not the name of one node.
 INDEFINITE_ARTICLES = frozenset({"a", "an"})
@@ -199,7 +201,21 @@ class ConstantSpotter:
             return False
         if len(word) == 2 and (word in SHORT_ENGLISH or not word.isalnum()):
             return False
+        if text.tokens[index].text.islower() and _only_a_modifier(word) and not self._typed_next_to(text, index):
+            # "but *only* those …", "*less* than 9": English, unless a type word says it is one ("the less package")
+            return False
         return index == 0 or text.tokens[index - 1].lower not in INDEFINITE_ARTICLES
+
+    def _typed_next_to(self, text: QuestionText, index: int) -> bool:
+        """A type word right after ("the less package"), or a singular one right before ("the package less"; "the
+        number of packages less than 9" compares)."""
+        after = text.tokens[index + 1].lower if index + 1 < len(text) else ""
+        if after == "than":
+            return False
+        before = text.tokens[index - 1].lower if index > 0 else ""
+        return bool(after and self._types.is_form([after])) or bool(
+            before and self._types.is_form([before]) and noun_lemma(before) in (before, None)
+        )
 
     def fuzzy(self, text: QuestionText, query: QueryContext) -> list[Constant]:
         """Leftover phrases with content words: link to the closest node name if it is close enough."""
@@ -230,6 +246,19 @@ class ConstantSpotter:
 
     def connecting(self, word: str) -> bool:
         return word in FUNCTION_WORDS or word[:5] in self.relation_stems
+
+
+@lru_cache(maxsize=4096)
+def _only_a_modifier(word: str) -> bool:
+    """Whether English reads the word only as an adverb, or an adverb and adjective ("only", "less", "just"), or
+    as a comparative of counts ("more", "most"): never what a node is called in passing. Adjectives alone stay
+    possible names: "progressive", "congenital" are what a clinical course is called."""
+    from lemminflect import getAllLemmas
+
+    if word in COMPARATIVES:
+        return True
+    readings = set(getAllLemmas(word))
+    return "ADV" in readings and readings <= {"ADJ", "ADV"}
 
 
 def _free_but_names(text: QuestionText, span: tuple[int, int], names: list[Constant]) -> bool:

@@ -62,10 +62,15 @@ class EdgeWordTarget:
         if not words:
             return None
         held = named | mentioned
-        answers: dict[str, int] = {}  # each type pointed at, and the first word that points at it
+        # each type pointed at: the first word that points at it, and how much of the pointing name the question's
+        # words cover ("dependencies" is all of `depends` but half of `build_depends`)
+        answers: dict[str, tuple[int, float]] = {}
 
-        def point(type_name: str, position: int) -> None:
-            answers[type_name] = min(position, answers.get(type_name, position))
+        def point(type_name: str, position: int, covered: float) -> None:
+            answers[type_name] = min((position, -covered), answers.get(type_name, (position, -covered)))
+
+        def coverage(name_words: set[str]) -> float:
+            return sum(any(same_stem(w, e) for w in words.values()) for e in name_words) / max(len(name_words), 1)
 
         for edge_words, source, target in self._edges:
             matched = [i for i, w in words.items() if any(same_stem(w, e) for e in edge_words)]
@@ -74,18 +79,19 @@ class EdgeWordTarget:
             if (source in mentioned and target in named) or (target in mentioned and source in named):
                 return None
             if source == target:
-                point(source, matched[0])
+                point(source, matched[0], coverage(edge_words))
             elif source in held and target not in held:
-                point(target, matched[0])
+                point(target, matched[0], coverage(edge_words))
             elif target in held and source not in held:
-                point(source, matched[0])
+                point(source, matched[0], coverage(edge_words))
         for type_name, type_words in self._type_words.items():
             matched = [i for i, w in words.items() if any(same_stem(w, t) for t in type_words)]
             if type_name not in held and matched:
-                point(type_name, matched[0])
+                point(type_name, matched[0], coverage(type_words))
         if not answers:
             return None
-        # Several types: the question's main verb comes first ("who *maintains* the programs *providing* X?").
+        # Several types: the question's main verb comes first ("who *maintains* the programs *providing* X?"), then
+        # the name its words say in full.
         first = min(answers.values())
-        earliest = [name for name, position in answers.items() if position == first]
+        earliest = [name for name, rank in answers.items() if rank == first]
         return earliest[0] if len(earliest) == 1 else None

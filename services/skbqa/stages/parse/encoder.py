@@ -44,7 +44,7 @@ from skbqa.stages.parse.type_mentions import (
     noun_lemma,
     qualifies_another,
 )
-from skbqa.stages.parse.type_synonyms import TypeSynonyms
+from skbqa.stages.parse.type_synonyms import HeadNoun, TypeSynonyms
 from skbqa.stages.parse.type_word_usage import TypeWordUsage
 from skbqa.stores.index import IndexStores
 from skbqa.stores.lexicon import NameLexicon
@@ -201,6 +201,9 @@ class EncoderParser:
         # A head noun that is not a type word comes before the type words further on: "*conditions* associated
         # with genes located in …" asks for diseases, not genes.
         if head is not None and (chosen is None or head.start < chosen.start):
+            described = self._synonyms.described_as(text, head)
+            if len(described) == 1:  # the schema's own word for one type outranks a stem shared with an edge
+                return self._take_synonym(text, head, chosen, next(iter(described)), warnings)
             # A head noun that names an edge ("in what *locations* …", "which *maintainers* …") reaches the answer
             # through it: the edge's far end from the named nodes, before any reading of the noun as a synonym.
             by_edge = self._edge_words.target(
@@ -215,11 +218,7 @@ class EncoderParser:
                 return by_edge, "relation"
             synonym = self._synonyms.type_of(text, head, query.encoder)
             if synonym is not None:
-                text.claim(head.start, head.end, "target")
-                if chosen is not None and chosen.type_name == synonym:  # "architecture-independent … packages"
-                    text.claim(chosen.start, chosen.end, "target")
-                warnings.append(f"target type {synonym!r} read from {text.span_text(head.start, head.end)!r}")
-                return synonym, "synonym"
+                return self._take_synonym(text, head, chosen, synonym, warnings)
         if head_noun and (chosen is None or qualifies_another(text, chosen, spans)):
             # No word heads the answer's phrase ("How is X inherited?", "Where … are the products of genes …
             # located?"): the question's verb or noun may name the edge that reaches the answer.
@@ -240,6 +239,16 @@ class EncoderParser:
         guessed = self._guess_target_type(query)
         warnings.append(f"no type word in the question; target type guessed as {guessed!r}")
         return guessed, "guess"
+
+    @staticmethod
+    def _take_synonym(
+        text: QuestionText, head: HeadNoun, chosen: TypeMention | None, synonym: str, warnings: list[str]
+    ) -> tuple[str, str]:
+        text.claim(head.start, head.end, "target")
+        if chosen is not None and chosen.type_name == synonym:  # "architecture-independent … packages"
+            text.claim(chosen.start, chosen.end, "target")
+        warnings.append(f"target type {synonym!r} read from {text.span_text(head.start, head.end)!r}")
+        return synonym, "synonym"
 
     def _types_name_before(self, text: QuestionText, mention: TypeMention, spans: list[tuple[int, int]]) -> bool:
         """Whether a name of a node of the mention's type ends right before it ("the hamradio section")."""

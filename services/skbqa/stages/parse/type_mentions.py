@@ -62,6 +62,31 @@ def noun_lemma(word: str) -> str | None:
     return lemmas[0].lower() if lemmas else None
 
 
+@lru_cache(maxsize=8192)
+def is_unknown_word(word: str) -> bool:
+    """A plain lower-case word of four letters or more that English's dictionary does not know ("codebase")."""
+    from lemminflect import getAllLemmas
+
+    return word.isalpha() and word.islower() and len(word) >= 4 and not getAllLemmas(word)
+
+
+@lru_cache(maxsize=8192)
+def unknown_word_lemma(word: str) -> str | None:
+    """The singular of a plural the dictionary does not know, read as a noun: jargon a user calls things by
+    ("*apps*", "*codebases*", "*packagers*"). None for a word the dictionary knows (it said whether the word is a
+    noun), for a singular (more often a name, a misspelling or a preposition: "among", "despite") and for anything
+    that is not a plain lower-case word."""
+    if not is_unknown_word(word):
+        return None
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "ches", "shes", "xes", "zes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return None
+
+
 def type_forms(type_name: str) -> list[tuple[str, ...]]:
     """Word sequences that mention a node type, longest first."""
     forms: set[tuple[str, ...]] = set()

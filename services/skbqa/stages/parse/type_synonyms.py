@@ -18,8 +18,15 @@ import numpy as np
 
 from skbqa.query.encoder import Encoder
 from skbqa.skb.schema import Schema
+from skbqa.stages.parse.chains import is_narrower_noun
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
-from skbqa.stages.parse.type_mentions import QUESTION_WORDS, noun_forms, noun_lemma
+from skbqa.stages.parse.type_mentions import (
+    QUESTION_WORDS,
+    is_unknown_word,
+    noun_forms,
+    noun_lemma,
+    unknown_word_lemma,
+)
 from skbqa.stages.parse.type_word_usage import TypeWordUsage
 
 # The encoder's cosines to the type names become a distribution at this temperature: a lead of 0.1 in cosine is
@@ -30,10 +37,13 @@ MIN_NOUN_CHARS = 3  # "I'm looking for …": a letter or a contraction's tail is
 GENERIC_NOUNS = frozenset(
     {"entity", "entities", "thing", "things", "item", "items", "one", "ones", "entry", "entries", "node", "nodes",
      "result", "results", "answer", "answers", "record", "records", "object", "objects", "kind", "kinds", "type",
-     "types", "option", "options", "idea", "ideas"}
+     "types", "option", "options", "idea", "ideas", "more", "most", "less", "least", "many", "few", "several",
+     "other", "others", "all", "some", "any", "each", "every", "both", "none", "number", "list", "lot", "lots"}
 )  # fmt: skip
 _TOKEN = re.compile(r"[a-z][a-z0-9:_/.-]*[a-z0-9]|[a-z]")
 WH_WORDS = frozenset({"which", "what", "whose"})
+COPULAS = frozenset({"is", "are", "was", "were"})  # "what *are the* tools …": the noun comes after the verb
+OPENING_AUXILIARIES = COPULAS | {"do", "does", "did", "there", "have", "has"}
 OPENING_WORDS = 4  # "Can you show …", "I'm looking for …": where a request word opens the question
 
 
@@ -62,11 +72,17 @@ class TypeSynonyms:
         "role::program") are not words a user calls a type by, so compound tokens are skipped."""
         per_type = []
         for node_type in schema.node_types:
-            lemmas = set()
+            lemmas: set[str] = set()
             for token in _TOKEN.findall(node_type.description.lower()):
                 if any(c in token for c in "-:_/.") or token in FUNCTION_WORDS or len(token) < MIN_NOUN_CHARS:
                     continue
-                lemmas.add(noun_lemma(token) or token)
+                lemma = (
+                    noun_lemma(token) or unknown_word_lemma(token) or (token if is_unknown_word(token) else None)
+                )
+                if lemma is None or lemma in GENERIC_NOUNS:  # "one *or more* …" names no type
+                    continue
+                # Every form of the noun: "a person" in a description is what "which *people* …" asks for.
+                lemmas.update(noun_forms(lemma))
             per_type.append(lemmas)
         by_word: dict[str, set[str]] = {}
         for node_type, lemmas in zip(schema.node_types, per_type, strict=True):
@@ -97,6 +113,10 @@ class TypeSynonyms:
         opening = [i for i in asks if i < OPENING_WORDS]
         for i in [*wh, *opening, -1, *(i for i in asks if i >= OPENING_WORDS)]:
             j = i + 1
+            if i in wh and j < len(words) and words[j] in COPULAS:
+                j += 1
+            while i == -1 and j < len(words) and words[j] in OPENING_AUXILIARIES:  # "*Are there* any codebases …"
+                j += 1
             while j < len(words) and words[j] in ("the", "a", "an", "all", "any", "some", "me", "of", "for"):
                 j += 1
             end = j
@@ -111,10 +131,14 @@ class TypeSynonyms:
             nouns = [
                 (k, lemma)
                 for k in range(j, end)
-                if len(words[k]) >= MIN_NOUN_CHARS and (lemma := noun_lemma(words[k])) is not None
+                if len(words[k]) >= MIN_NOUN_CHARS
+                and (lemma := noun_lemma(words[k]) or unknown_word_lemma(words[k])) is not None
             ]
-            nouns = [(k, lemma) for k, lemma in nouns if words[k] not in GENERIC_NOUNS]  # "which *ones* …"
             plural = [(k, lemma) for k, lemma in nouns if lemma != words[k]]
+            if plural and words[plural[-1][0]] in GENERIC_NOUNS:  # "which *ones* …", "the more specific *kinds*"
+                continue
+            nouns = [(k, lemma) for k, lemma in nouns if words[k] not in GENERIC_NOUNS]
+            plural = [(k, lemma) for k, lemma in plural if words[k] not in GENERIC_NOUNS]
             # A compound's head is its last noun ("games section *packages*", "OMIM-catalogued *disorders*"); the
             # compound ends at the first word after a plural that is no noun ("*genes* encode components of …").
             run_end = (
@@ -124,14 +148,28 @@ class TypeSynonyms:
             )
             plural = [(k, lemma) for k, lemma in plural if k < run_end]
             chosen = plural[-1] if plural else (nouns[0] if nouns else None)
+            if (
+                chosen is not None
+                and is_narrower_noun(words[chosen[0]])
+                and words[chosen[0] + 1 : chosen[0] + 2] == ["of"]
+            ):
+                return None  # "the direct *subtypes of* X": X's own type, which the hierarchy's reading gives
             if chosen is not None:
                 return HeadNoun(chosen[0], chosen[0] + 1, chosen[1])
         return None
 
+    def described_as(self, text: QuestionText, head: HeadNoun) -> set[str]:
+        """The types whose descriptions use the head noun ("a source package, also called a *codebase*")."""
+        if head.lemma in GENERIC_NOUNS:
+            return set()
+        return self._described.get(head.lemma) or self._described.get(
+            text.span_text(head.start, head.end).lower(), set()
+        )
+
     def type_of(self, text: QuestionText, head: HeadNoun, encoder: Encoder) -> str | None:
         if head.lemma in GENERIC_NOUNS:
             return None
-        described = self._described.get(head.lemma, set())
+        described = self.described_as(text, head)
         if len(described) == 1:
             return next(iter(described))
         # Named in several types' descriptions: one of those ("program": a package, or a tag's example value)
