@@ -1,13 +1,16 @@
 """The answer's noun when it is not a type name, on a music schema of its own (nothing here is in the development
 data): jargon the dictionary does not know ("mixtapes"), a noun after "what are the …", and a word the schema's own
 description gives a type, which outranks a stem the noun shares with another type's name. And names that are
-English adverbs ("only", "less"), read as names only where a type word says so."""
+English adverbs ("only", "less"), read as names only where a type word says so. And chains: a type word in a
+relative clause of the head noun, a relative clause that ends in its verb, and a description's word introduced by
+an article as the unnamed node between the answer and a name."""
 
 from __future__ import annotations
 
 import pytest
 
 from skbqa.engine.embedded import EmbeddedEngine
+from skbqa.stages.parse.attribute_mentions import count_labels
 from skbqa.stages.parse.type_mentions import unknown_word_lemma
 from tests.helpers import engine_over
 from tests.unit.test_encoder_parser import constants, parse
@@ -34,12 +37,19 @@ SCHEMA = {
         },
         {"name": "performed_by", "source": "track", "target": "artist", "description": "who performs the track"},
         {"name": "released_by", "source": "album", "target": "label", "description": "who released the album"},
+        {"name": "produced_by", "source": "album", "target": "artist", "description": "who produced the album"},
         {"name": "taped_in", "source": "track", "target": "recording_session", "description": "when it was taped"},
     ],
 }
 NODES = [
-    {"id": 1, "type": "album", "name": "Blue Hours", "text": "a mixtape of slow songs"},
-    {"id": 2, "type": "album", "name": "Copper Sky", "text": "a studio record"},
+    {
+        "id": 1,
+        "type": "album",
+        "name": "Blue Hours",
+        "text": "a mixtape of slow songs",
+        "attrs": {"song_count": 2},
+    },
+    {"id": 2, "type": "album", "name": "Copper Sky", "text": "a studio record", "attrs": {"song_count": 1}},
     {"id": 3, "type": "track", "name": "Night Train", "text": "a song about travel"},
     {"id": 4, "type": "track", "name": "Paper Moon", "text": "a tune for piano"},
     {"id": 5, "type": "track", "name": "Low Tide", "text": "an instrumental song"},
@@ -48,7 +58,8 @@ NODES = [
     {"id": 8, "type": "label", "name": "Northway", "text": "an independent company"},
     {"id": 9, "type": "recording_session", "name": "May 2019 session", "text": "two days in Bergen"},
     {"id": 10, "type": "track", "name": "only", "text": "a b-side"},
-    {"id": 11, "type": "album", "name": "less", "text": "an EP of outtakes"},
+    {"id": 11, "type": "album", "name": "less", "text": "an EP of outtakes", "attrs": {"song_count": 1}},
+    {"id": 12, "type": "track", "name": "Identify", "text": "an instrumental"},
 ]
 EDGES = [
     {"src": 3, "type": "on_album", "dst": 1},
@@ -62,6 +73,7 @@ EDGES = [
     {"src": 4, "type": "taped_in", "dst": 9},
     {"src": 10, "type": "on_album", "dst": 11},
     {"src": 10, "type": "performed_by", "dst": 7},
+    {"src": 1, "type": "produced_by", "dst": 7},
 ]
 
 
@@ -126,3 +138,52 @@ def test_an_adverb_next_to_its_type_word_is_a_name(engine: EmbeddedEngine) -> No
     question = "Which tracks are on the less album?"
     assert ("album", ("less",)) in constants(parse(engine, question)).values()
     assert engine.ask(question, strategy="af").items[0].node_id == 10
+
+
+def test_a_type_word_in_the_head_nouns_relative_clause_is_on_the_way(engine: EmbeddedEngine) -> None:
+    # "any track" would head a question that began with it; here it is the subject of the clause about mixtapes
+    question = "find mixtapes that any track performed by Mara Quist appears on"
+    parsed = parse(engine, question)
+    assert parsed.target_type == "album"
+    assert {(t.head, t.edge, t.tail) for t in parsed.triplets} == {
+        ("m1", "performed_by", "c1"),
+        ("m1", "on_album", "y"),
+    }
+
+
+def test_an_article_makes_a_descriptions_word_the_unnamed_node(engine: EmbeddedEngine) -> None:
+    # "a tune" is a track (the schema calls tracks tunes): through it, not the album's own edge to its producer
+    question = "Which singers perform a tune included on Blue Hours?"
+    parsed = parse(engine, question)
+    assert {(t.head, t.edge, t.tail) for t in parsed.triplets} == {
+        ("m1", "on_album", "c1"),
+        ("m1", "performed_by", "y"),
+    }
+    assert {item.node_id for item in engine.ask(question, strategy="af").items[:2]} == {6, 7}
+
+
+def test_the_request_word_that_opens_a_question_is_not_a_name(engine: EmbeddedEngine) -> None:
+    parsed = parse(engine, "Identify tracks on Blue Hours")
+    assert ("Identify",) not in [names for _, names in constants(parsed).values()]
+
+
+@pytest.mark.parametrize(
+    ("label", "forms"),
+    [
+        (("binary", "count"), [("binaries",), ("number", "of", "binaries")]),
+        (("num", "providers"), [("providers",), ("number", "of", "providers")]),
+        (("number", "of", "pages"), [("pages",), ("number", "of", "pages")]),
+        (("installed", "size"), []),
+    ],
+)
+def test_a_count_attribute_is_named_by_what_it_counts(
+    label: tuple[str, ...], forms: list[tuple[str, ...]]
+) -> None:
+    assert count_labels(label) == forms
+
+
+def test_a_comparison_with_what_a_count_counts_constrains_the_count(engine: EmbeddedEngine) -> None:
+    question = "albums released by Northway with more than 1 songs"
+    parsed = parse(engine, question)
+    assert [(c.attribute, c.op, c.value) for c in parsed.constraints] == [("song_count", ">", 1)]
+    assert engine.ask(question, strategy="af").items[0].node_id == 1

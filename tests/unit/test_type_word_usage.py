@@ -54,7 +54,7 @@ def test_rare_and_late_words_say_nothing() -> None:
 
 def test_description_words_skip_quoted_identifiers_and_keep_short_nouns() -> None:
     """ "such as mail-transport-agent" names no type "agent"; "also called a tag" names one (3 letters)."""
-    from skbqa.stages.parse.type_synonyms import TypeSynonyms
+    from skbqa.stages.parse.type_descriptions import description_nouns
 
     schema = Schema.from_dict(
         {
@@ -70,7 +70,7 @@ def test_description_words_skip_quoted_identifiers_and_keep_short_nouns() -> Non
             "edge_types": [],
         }
     )
-    words = TypeSynonyms._description_words(schema)
+    words = description_nouns(schema)
     assert words["tag"] == {"label"}
     assert "agent" not in words and "mail" not in words
     assert words["program"] == {"item"}  # "role::program" is an example value, not a word of the label type

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from skbqa.query.structured import AttributeConstraint, Operator
 from skbqa.stages.parse.code_values import CodeValueSpotter
 from skbqa.stages.parse.question_text import QuestionText
+from skbqa.stages.parse.type_mentions import plural
 from skbqa.stores.attributes.catalog import AttributeCatalog
 from skbqa.stores.attributes.values import humanise, loose
 
@@ -33,6 +34,8 @@ _COMPARISON_WORDS: list[tuple[str, Operator]] = [
     ("greater than", ">"),
     ("more than", ">"),
     ("higher than", ">"),
+    ("larger than", ">"),
+    ("bigger than", ">"),
     ("exceeding", ">"),
     ("after", ">"),
     ("at least", ">="),
@@ -43,6 +46,7 @@ _COMPARISON_WORDS: list[tuple[str, Operator]] = [
     ("less than", "<"),
     ("fewer than", "<"),
     ("lower than", "<"),
+    ("smaller than", "<"),
     ("before", "<"),
     ("at most", "<="),
     ("no more than", "<="),
@@ -55,6 +59,26 @@ _COMPARISON_WORDS: list[tuple[str, Operator]] = [
 COMPARISONS: tuple[tuple[tuple[str, ...], Operator], ...] = tuple(
     (tuple(words.split()), op) for words, op in sorted(_COMPARISON_WORDS, key=lambda item: -len(item[0].split()))
 )
+
+
+COUNT_WORDS = frozenset({"count", "counts", "number", "num", "total", "n"})
+
+
+def count_labels(label: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """How a question names a count attribute by what it counts: `binary_count` / `num_binaries` / `n_binary` →
+    "binaries" ("building fewer than 6 *binaries*") and "number of binaries"."""
+    if len(label) < 2:
+        return []
+    if label[-1] in COUNT_WORDS:
+        counted = label[:-1]
+    elif label[0] in COUNT_WORDS:
+        counted = label[1:] if label[1] != "of" else label[2:]
+    else:
+        return []
+    if not counted:
+        return []
+    many = (*counted[:-1], counted[-1] if counted[-1].endswith("s") else plural(counted[-1]))
+    return [many, ("number", "of", *many)]
 
 
 @dataclass(frozen=True)
@@ -99,9 +123,10 @@ class AttributeSpotter:
             for m in self._catalog.value_mentions(node_type)
         ]
         self._ranges[node_type] = [
-            (c.key, tuple(humanise(c.key).split()))
+            (c.key, label)
             for c in self._catalog.columns(node_type)
             if c.kind in ("numeric", "date")
+            for label in (tuple(humanise(c.key).split()), *count_labels(tuple(humanise(c.key).split())))
         ]
         years = [
             c.key
@@ -126,6 +151,8 @@ class AttributeSpotter:
                 found.append(hit)
                 text.claim(hit.start, hit.end, "attribute")
         for key, label in self._ranges[node_type]:
+            if any(f.constraint.attribute == key for f in found):
+                continue
             hit = self._comparison(text, label, key)
             if hit is not None:
                 found.append(hit)

@@ -162,20 +162,41 @@ class ChainReader:
             cuts += [offset, offset + (mention.end - mention.start)]
         parts_words = [before[cuts[k] : cuts[k + 1]] for k in range(0, len(cuts) - 1, 2)]
         parts_words.append(before[cuts[-1] :] + after)
+        # "tags that [any package built from X] *is tagged with*": a relative clause whose object is the answer
+        # ends in its verb, after the constant; that verb is the answer's hop, with the nearer node its subject
+        gap = (
+            not content_words(parts_words[0])
+            and bool(content_words(after))
+            and bool(content_words(before[cuts[-1] :]))
+        )
+        if gap:
+            parts_words[0] = parts_words[0] + after
+            parts_words[-1] = before[cuts[-1] :]
         if any(not content_words(words) for words in parts_words[1:]):
             return None  # "diseases like X": a type word that only introduces what follows
         types = [target_type, *(m.type_name for m in mentions), constant_type]
         # "a disease that has *a subtype of* X as a feature": one more, unnamed node of X's type next to X
         tail = narrower_tail(before[cuts[-1] :])
         narrower: list[tuple[float, Hop]] = []
+        type_word_is_narrower = False
         if tail:
             tail_words = before[len(before) - tail :]
             narrower = self._hierarchy_hops(tail_words, constant_type, types[-2], None, graph, constant_nodes)
             if narrower:
-                parts_words[-1] = before[cuts[-1] : len(before) - tail] + after
+                rest = before[cuts[-1] : len(before) - tail] + after
+                # "an *activity* that is a more specific form of X": the type word's node is the narrower one
+                type_word_is_narrower = types[-2] == constant_type and not content_words(rest)
+                if type_word_is_narrower:
+                    parts_words.pop()
+                else:
+                    parts_words[-1] = rest
         ranked: list[list[tuple[float, Hop]]] = []
         for k, words in enumerate(parts_words):
             part = Part(tuple(words), far_is_subject(words))
+            if (
+                gap and k == 0
+            ):  # "… that X *depends on*": X, the far node, is the subject unless the verb is passive
+                part = Part(tuple(words), not far_is_subject(words))
             ranked.append(self.hop(types[k], types[k + 1], part, encode.get(" ".join(words))))
         if not narrower:
             ranked[-1] = [item for item in ranked[-1] if _exists(graph, constant_nodes, item[1])]
@@ -184,7 +205,9 @@ class ChainReader:
         score = sum(hops[0][0] for hops in ranked) / len(ranked) * 2  # per hop, on the scale of a two-hop chain
         hops = tuple(hops[0][1] for hops in reversed(ranked))
         vias = tuple(m.type_name for m in reversed(mentions))
-        if narrower:
+        if type_word_is_narrower:
+            hops = (narrower[0][1], *hops)
+        elif narrower:
             hops, vias = (narrower[0][1], *hops), (constant_type, *vias)
         return RelationOption(hops, vias, score, any_edge=any(_close(hops) for hops in ranked))
 
@@ -323,6 +346,8 @@ def chain_phrases(before: list[str], after: list[str], mentions: Sequence[tuple[
     for start, end in mentions:
         wanted.add(" ".join(before[:start]))
         wanted.add(" ".join(before[end:] + after))
+        wanted.add(" ".join(before[:start] + after))  # a relative clause ending in its verb (`via_mentions`)
+        wanted.add(" ".join(before[end:]))
         if tail and end <= len(before) - tail:  # the last hop's words without "a subtype of" (`via_mentions`)
             wanted.add(" ".join(before[end : len(before) - tail] + after))
         wanted.update(" ".join(before[end:next_start]) for next_start, _ in mentions if next_start >= end)

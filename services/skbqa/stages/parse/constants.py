@@ -15,7 +15,7 @@ from skbqa.query.context import QueryContext
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
 from skbqa.stages.parse.relations import stems
 from skbqa.stages.parse.spelling import Speller
-from skbqa.stages.parse.type_mentions import TypeVocabulary, noun_lemma
+from skbqa.stages.parse.type_mentions import QUESTION_WORDS, TypeVocabulary, noun_lemma
 from skbqa.stores.index import IndexStores
 from skbqa.stores.lexicon import NameLexicon
 
@@ -200,6 +200,8 @@ class ConstantSpotter:
         if len(word) < MIN_SINGLE_WORD_CHARS or word in FUNCTION_WORDS or word in self._type_name_words:
             return False
         if len(word) == 2 and (word in SHORT_ENGLISH or not word.isalnum()):
+            return False
+        if index == 0 and word in QUESTION_WORDS:  # "*Identify* all the tags …", "*List* …": the request itself
             return False
         if text.tokens[index].text.islower() and _only_a_modifier(word) and not self._typed_next_to(text, index):
             # "but *only* those …", "*less* than 9": English, unless a type word says it is one ("the less package")

@@ -34,6 +34,7 @@ from skbqa.stages.parse.cues import TextCue, claim_text_cues
 from skbqa.stages.parse.edge_word_target import EdgeWordTarget
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
 from skbqa.stages.parse.relations import RelationChooser
+from skbqa.stages.parse.type_descriptions import description_nouns
 from skbqa.stages.parse.type_mentions import (
     ARTICLES,
     QUESTION_WORDS,
@@ -76,7 +77,14 @@ class EncoderParser:
         self._stores = stores
         self._schema = stores.nodes.schema
         self._lexicon = lexicon
-        self._types = TypeVocabulary(self._schema)
+        self._types = TypeVocabulary(
+            self._schema,
+            {
+                word: next(iter(types))
+                for word, types in description_nouns(self._schema).items()
+                if len(types) == 1
+            },
+        )
         self._synonyms = TypeSynonyms(self._schema, self._word_usage)
         self._edge_words = EdgeWordTarget(self._schema)
         self._usage: TypeWordUsage | None = None
@@ -193,7 +201,7 @@ class EncoderParser:
             chosen = next((m for m in mentions if m is not chosen and m.start > chosen.end), None)
         if chosen is not None and (
             not head_noun
-            or heads_question(text, chosen, spans)
+            or (heads_question(text, chosen, spans) and not _inside_relative_clause(text, head, chosen))
             or (head is not None and head.start == chosen.start)
         ):
             text.claim(chosen.start, chosen.end, "target")
@@ -338,6 +346,17 @@ class EncoderParser:
         text.claim(cue.start, cue.body_start, "relation")
         text.release(cue.body_start, cue.end)
         return True
+
+
+RELATIVE_PRONOUNS = frozenset({"that", "which", "who", "whom", "whose", "where"})
+
+
+def _inside_relative_clause(text: QuestionText, head: HeadNoun | None, mention: TypeMention) -> bool:
+    """Whether the type word stands in a relative clause of the head noun ("find *tags* that any *package* … is
+    tagged with"): a node on the way to the answer, which the head noun names."""
+    if head is None or head.end > mention.start:
+        return False
+    return any(w in RELATIVE_PRONOUNS for w in text.words(head.end, mention.start))
 
 
 def _reads_hierarchy(parsed: StructuredQuery) -> bool:

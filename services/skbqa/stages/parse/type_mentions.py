@@ -122,8 +122,14 @@ def head_word_forms(schema: Schema) -> list[tuple[tuple[str, ...], str]]:
     return found
 
 
+# Words that introduce an unnamed node: "maintain *a* source that …", "tags that *any* library …"
+INTRODUCERS = frozenset({"a", "an", "any", "some", "another", "one"})
+
+
 class TypeVocabulary:
-    def __init__(self, schema: Schema) -> None:
+    def __init__(self, schema: Schema, introduced_words: dict[str, str] | None = None) -> None:
+        """`introduced_words`: other nouns that are a type's word when an article introduces them ("*a source*
+        that X is built from", where the schema calls source packages sources), one type each."""
         whole = [(form, t.name) for t in schema.node_types for form in type_forms(t.name)]
         taken = {form for form, _ in whole}
         heads = [(form, name) for form, name in head_word_forms(schema) if form not in taken]
@@ -131,6 +137,9 @@ class TypeVocabulary:
             whole + heads, key=lambda item: len(item[0]), reverse=True
         )
         self._form_set = {form for form, _ in self._forms}
+        self._introduced = {
+            word: name for word, name in (introduced_words or {}).items() if (word,) not in self._form_set
+        }
 
     def is_form(self, words: list[str]) -> bool:
         """Whether the words are exactly a type mention ("gene", "biological processes")."""
@@ -155,6 +164,9 @@ class TypeVocabulary:
                     if tuple(words[i:end]) == form and text.free(i, end):
                         hit = TypeMention(type_name, i, end)
                         break
+                introduced = self._introduced.get(words[i]) if i > 0 and words[i - 1] in INTRODUCERS else None
+                if hit is None and introduced is not None and text.free(i, i + 1):
+                    hit = TypeMention(introduced, i, i + 1)
             if hit:
                 found.append(hit)
                 i = hit.end

@@ -9,7 +9,6 @@ they agree, or when one is sure and the other does not object. A generic noun ("
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,9 +19,9 @@ from skbqa.query.encoder import Encoder
 from skbqa.skb.schema import Schema
 from skbqa.stages.parse.chains import is_narrower_noun
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
+from skbqa.stages.parse.type_descriptions import GENERIC_NOUNS, MIN_NOUN_CHARS, description_nouns
 from skbqa.stages.parse.type_mentions import (
     QUESTION_WORDS,
-    is_unknown_word,
     noun_forms,
     noun_lemma,
     unknown_word_lemma,
@@ -33,14 +32,6 @@ from skbqa.stages.parse.type_word_usage import TypeWordUsage
 # worth a factor of e² ≈ 7.
 NAME_TEMPERATURE = 0.05
 MIN_POSTERIOR = 0.6  # the combined evidence must put this much on one type
-MIN_NOUN_CHARS = 3  # "I'm looking for …": a letter or a contraction's tail is no head noun
-GENERIC_NOUNS = frozenset(
-    {"entity", "entities", "thing", "things", "item", "items", "one", "ones", "entry", "entries", "node", "nodes",
-     "result", "results", "answer", "answers", "record", "records", "object", "objects", "kind", "kinds", "type",
-     "types", "option", "options", "idea", "ideas", "more", "most", "less", "least", "many", "few", "several",
-     "other", "others", "all", "some", "any", "each", "every", "both", "none", "number", "list", "lot", "lots"}
-)  # fmt: skip
-_TOKEN = re.compile(r"[a-z][a-z0-9:_/.-]*[a-z0-9]|[a-z]")
 WH_WORDS = frozenset({"which", "what", "whose"})
 COPULAS = frozenset({"is", "are", "was", "were"})  # "what *are the* tools …": the noun comes after the verb
 OPENING_AUXILIARIES = COPULAS | {"do", "does", "did", "there", "have", "has"}
@@ -61,34 +52,9 @@ class TypeSynonyms:
         self._usage = usage
         self._names = [t.name for t in schema.node_types]
         self._name_texts = [t.name.replace("_", " ").replace("/", " or ") for t in schema.node_types]
-        self._described = self._description_words(schema)
+        self._described = description_nouns(schema)
         self._vectors: np.ndarray | None = None
         self._lock = threading.Lock()
-
-    @staticmethod
-    def _description_words(schema: Schema) -> dict[str, set[str]]:
-        """The types whose descriptions use each noun lemma, for lemmas that some but not all descriptions use
-        ("term", "node" say nothing). Identifiers quoted as examples ("such as mail-transport-agent",
-        "role::program") are not words a user calls a type by, so compound tokens are skipped."""
-        per_type = []
-        for node_type in schema.node_types:
-            lemmas: set[str] = set()
-            for token in _TOKEN.findall(node_type.description.lower()):
-                if any(c in token for c in "-:_/.") or token in FUNCTION_WORDS or len(token) < MIN_NOUN_CHARS:
-                    continue
-                lemma = (
-                    noun_lemma(token) or unknown_word_lemma(token) or (token if is_unknown_word(token) else None)
-                )
-                if lemma is None or lemma in GENERIC_NOUNS:  # "one *or more* …" names no type
-                    continue
-                # Every form of the noun: "a person" in a description is what "which *people* …" asks for.
-                lemmas.update(noun_forms(lemma))
-            per_type.append(lemmas)
-        by_word: dict[str, set[str]] = {}
-        for node_type, lemmas in zip(schema.node_types, per_type, strict=True):
-            for lemma in lemmas:
-                by_word.setdefault(lemma, set()).add(node_type.name)
-        return {lemma: types for lemma, types in by_word.items() if len(types) < len(per_type)}
 
     def head_noun(self, text: QuestionText, name_spans: Sequence[tuple[int, int]]) -> HeadNoun | None:
         """The answer's noun after a question word: in the words up to the next function word or name, the last
