@@ -187,3 +187,9 @@ def test_a_comparison_with_what_a_count_counts_constrains_the_count(engine: Embe
     parsed = parse(engine, question)
     assert [(c.attribute, c.op, c.value) for c in parsed.constraints] == [("song_count", ">", 1)]
     assert engine.ask(question, strategy="af").items[0].node_id == 1
+
+
+def test_how_people_ask_is_not_text_the_answer_must_contain(engine: EmbeddedEngine) -> None:
+    parsed = parse(engine, "Help me figure out which tracks by Mara Quist talk about travel? List them please.")
+    assert parsed.text_constraints == ["travel"]
+    assert engine.ask("Help me figure out which tracks talk about travel", strategy="af").items[0].node_id == 3

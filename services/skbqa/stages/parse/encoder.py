@@ -151,7 +151,11 @@ class EncoderParser:
             parsed = self._assembler.assemble(query, text, target_type, constants, warnings, chains=reading.chains)
         parsed.constraints.extend(constraints)
         parsed.text_constraints.extend(t for t in texts if t)
-        leftover = [w for w in text.leftover_content() if w.lower()[:5] not in self._constants.relation_stems]
+        leftover = [
+            w
+            for w in text.leftover_content()
+            if w.lower()[:5] not in self._constants.relation_stems and not is_discourse_word(w.lower())
+        ]
         if _reads_hierarchy(parsed):  # "a subtype of", "part of some": stated by the chain, not text to match
             leftover = [w for w in leftover if not is_narrower_noun(w.lower())]
         if leftover:
@@ -346,6 +350,21 @@ class EncoderParser:
         text.claim(cue.start, cue.body_start, "relation")
         text.release(cue.body_start, cue.end)
         return True
+
+
+# How people ask rather than what they ask about ("*Help me figure out* which …", "*I'd like to know* …", "…? *List
+# them please*"): never words an answer's text is to contain. English only, nothing of any one schema.
+DISCOURSE_WORDS = frozenset(
+    {"help", "figure", "out", "like", "know", "wondering", "curious", "say", "please", "thanks", "them", "ones",
+     "so", "if", "just", "only", "also", "take", "first", "then", "else", "exist", "exists", "d", "ll", "m", "s",
+     "ve", "re", "i", "you", "we", "can", "could", "would", "will", "should", "may", "might", "must", "let",
+     "see", "check", "anything", "something", "stuff", "ideas", "idea", "quick", "q", "hey", "hi", "ok", "okay",
+     "other", "others", "among"}
+)  # fmt: skip
+
+
+def is_discourse_word(word: str) -> bool:
+    return word in DISCOURSE_WORDS or word in QUESTION_WORDS
 
 
 RELATIVE_PRONOUNS = frozenset({"that", "which", "who", "whom", "whose", "where"})
