@@ -175,3 +175,28 @@ def test_acknowledged_changes_survive_kill_minus_9(index_copy: Path) -> None:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
             process.wait(timeout=30)
+
+
+def test_a_start_removes_what_a_killed_servers_fold_left(index_copy: Path) -> None:
+    """A fold killed with its server leaves its work directory; the next start removes it even when no change
+    is pending (no writer is opened then), and never one whose owner still runs."""
+    from skbqa.stores.index import owner_tag
+
+    finished = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    host = owner_tag().split("@", 1)[1]
+    dead = index_copy.parent / f".{index_copy.name}.ingest-{finished.stdout.strip()}@{host}-k1ll3d"
+    alive = index_copy.parent / f".{index_copy.name}.ingest-{running.pid}@{host}-st1llup"
+    for work in (dead, alive):
+        work.mkdir()
+        (work / "partial.npy").write_bytes(b"\0" * 16)
+    try:
+        _, stop = start_embedded(ServiceSettings(index=index_copy, port=0))
+        stop()
+        assert not dead.exists()
+        assert alive.exists()
+    finally:
+        running.kill()
+        running.wait(timeout=30)

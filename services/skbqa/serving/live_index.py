@@ -24,7 +24,7 @@ from skbqa.changes.updater import IndexUpdater, kb_version
 from skbqa.query.encoder import Encoder
 from skbqa.serving.gateway.backends import LocalBackend
 from skbqa.serving.local_pipeline import LocalPipeline
-from skbqa.stores.index import read_manifest
+from skbqa.stores.index import read_manifest, recover_index
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +48,8 @@ class LiveIndex:
         self._backend = backend
         self._open_pipeline = open_pipeline
         self._served = kb_version(read_manifest(self._index))
+        # What folds of a killed server left (their owners gone), whether or not this one will take changes
+        recover_index(self._index, clean=True)
         self._updater: IndexUpdater | None = None
         self._opening = threading.Lock()
         self._changed = threading.Condition()
@@ -98,6 +100,8 @@ class LiveIndex:
                 pipeline.warm()
                 self._backend.replace(pipeline)
                 self.last_error = ""
+                # a fold killed with an earlier server may have outlived its start's clean-up by moments
+                recover_index(self._index, clean=True)
             except Exception as exc:  # the batches stay logged: try again, keep serving the old snapshot
                 self.last_error = f"{type(exc).__name__}: {exc}"[:300]
                 logger.exception(
