@@ -176,18 +176,11 @@ def prune_superseded(host: str | None, before_unix: int | None = None) -> None:
     builds labelled, the containers of failed steps, and in our own daemon every untagged image older than
     `before_unix` (this build's stage images stay: they are the next build's cache)."""
     env = docker_env(host)
-    run(
-        ["docker", "container", "prune", "--force", "--filter", f"label={BUILD_LABEL}"],
-        env=env,
-        capture_output=True,
-    )
-    run(["docker", "image", "prune", "--force", "--filter", f"label={BUILD_LABEL}"], env=env, capture_output=True)
+    prunes = [("container", f"label={BUILD_LABEL}"), ("image", f"label={BUILD_LABEL}")]
     if before_unix is not None and own_daemon(host):
-        run(
-            ["docker", "image", "prune", "--force", "--filter", f"until={before_unix}"],
-            env=env,
-            capture_output=True,
-        )
+        prunes.append(("image", f"until={before_unix}"))
+    for kind, condition in prunes:
+        run(["docker", kind, "prune", "--force", "--filter", condition], env=env, capture_output=True)
 
 
 def ensure_room(path: Path, needed: int = MIN_FREE_BYTES) -> None:
@@ -216,7 +209,7 @@ def build(
     ensure_room(DEFAULT_STATE)
     with tempfile.TemporaryDirectory(prefix="skbqa-context-") as context:
         stage_context(Path(context), wheels, ca_dir)
-        stages = [stage for stage in dict.fromkeys(s for t in targets for s in STAGES_NEEDED.get(t, ()))]
+        stages = list(dict.fromkeys(stage for t in targets for stage in STAGES_NEEDED.get(t, ())))
         for target in [*stages, *targets]:
             tag = (
                 f"{IMAGE_NAMES[target]}:{VERSION}" if target in IMAGE_NAMES else f"skbqa-stage-{target}:{VERSION}"

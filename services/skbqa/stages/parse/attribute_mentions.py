@@ -81,6 +81,11 @@ def count_labels(label: tuple[str, ...]) -> list[tuple[str, ...]]:
     return [many, ("number", "of", *many)]
 
 
+def _range_labels(key: str) -> list[tuple[str, ...]]:
+    label = tuple(humanise(key).split())
+    return [label, *count_labels(label)]
+
+
 @dataclass(frozen=True)
 class _Found:
     constraint: AttributeConstraint
@@ -126,7 +131,7 @@ class AttributeSpotter:
             (c.key, label)
             for c in self._catalog.columns(node_type)
             if c.kind in ("numeric", "date")
-            for label in (tuple(humanise(c.key).split()), *count_labels(tuple(humanise(c.key).split())))
+            for label in _range_labels(c.key)
         ]
         years = [
             c.key

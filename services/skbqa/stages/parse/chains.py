@@ -192,11 +192,9 @@ class ChainReader:
                     parts_words[-1] = rest
         ranked: list[list[tuple[float, Hop]]] = []
         for k, words in enumerate(parts_words):
-            part = Part(tuple(words), far_is_subject(words))
-            if (
-                gap and k == 0
-            ):  # "… that X *depends on*": X, the far node, is the subject unless the verb is passive
-                part = Part(tuple(words), not far_is_subject(words))
+            # "… that X *depends on*": X, the far node, is the subject unless the verb is passive
+            subject_is_far = far_is_subject(words) != (gap and k == 0)
+            part = Part(tuple(words), subject_is_far)
             ranked.append(self.hop(types[k], types[k + 1], part, encode.get(" ".join(words))))
         if not narrower:
             ranked[-1] = [item for item in ranked[-1] if _exists(graph, constant_nodes, item[1])]

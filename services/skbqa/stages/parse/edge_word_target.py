@@ -80,10 +80,8 @@ class EdgeWordTarget:
                 return None
             if source == target:
                 point(source, matched[0], coverage(edge_words))
-            elif source in held and target not in held:
-                point(target, matched[0], coverage(edge_words))
-            elif target in held and source not in held:
-                point(source, matched[0], coverage(edge_words))
+            elif (source in held) != (target in held):
+                point(source if target in held else target, matched[0], coverage(edge_words))
         for type_name, type_words in self._type_words.items():
             matched = [i for i, w in words.items() if any(same_stem(w, t) for t in type_words)]
             if type_name not in held and matched:

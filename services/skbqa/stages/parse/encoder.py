@@ -34,7 +34,6 @@ from skbqa.stages.parse.cues import TextCue, claim_text_cues
 from skbqa.stages.parse.edge_word_target import EdgeWordTarget
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
 from skbqa.stages.parse.relations import RelationChooser
-from skbqa.stages.parse.type_descriptions import description_nouns
 from skbqa.stages.parse.type_mentions import (
     ARTICLES,
     QUESTION_WORDS,
@@ -77,15 +76,8 @@ class EncoderParser:
         self._stores = stores
         self._schema = stores.nodes.schema
         self._lexicon = lexicon
-        self._types = TypeVocabulary(
-            self._schema,
-            {
-                word: next(iter(types))
-                for word, types in description_nouns(self._schema).items()
-                if len(types) == 1
-            },
-        )
         self._synonyms = TypeSynonyms(self._schema, self._word_usage)
+        self._types = TypeVocabulary(self._schema, self._synonyms.words_of_one_type())
         self._edge_words = EdgeWordTarget(self._schema)
         self._usage: TypeWordUsage | None = None
         self._spot_attributes = attribute_spotter

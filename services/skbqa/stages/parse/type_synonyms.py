@@ -124,6 +124,10 @@ class TypeSynonyms:
                 return HeadNoun(chosen[0], chosen[0] + 1, chosen[1])
         return None
 
+    def words_of_one_type(self) -> dict[str, str]:
+        """The description nouns only one type's description uses, with that type."""
+        return {word: next(iter(types)) for word, types in self._described.items() if len(types) == 1}
+
     def described_as(self, text: QuestionText, head: HeadNoun) -> set[str]:
         """The types whose descriptions use the head noun ("a source package, also called a *codebase*")."""
         if head.lemma in GENERIC_NOUNS:
