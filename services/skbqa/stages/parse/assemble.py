@@ -15,7 +15,7 @@ import numpy as np
 
 from skbqa.query.context import QueryContext
 from skbqa.query.encoder import Encoder
-from skbqa.query.structured import StructuredQuery, Symbol
+from skbqa.query.structured import AttributeConstraint, StructuredQuery, Symbol
 from skbqa.stages.parse.chains import INVERSE_WORDS, ChainReader, chain_phrases, content_words
 from skbqa.stages.parse.constants import Constant
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
@@ -172,7 +172,14 @@ class QueryAssembler:
             for via, via_type in zip(vias, option.vias, strict=True):
                 parsed.symbols[via] = Symbol(via, via_type)
             parsed.triplets.extend(option.triplets(name, TARGET, vias))
+            if chained is not None and type_name == target_type and option.vias:
+                # "genes that share a disease with X": X itself shares everything with itself, which no one asks
+                parsed.constraints.append(self._not_the_constant(nodes_of(plan, type_name)))
         return parsed
+
+    def _not_the_constant(self, nodes: np.ndarray) -> AttributeConstraint:
+        names = tuple(dict.fromkeys(self._stores.nodes.names[int(p)] for p in nodes))
+        return AttributeConstraint(TARGET, "name", "<>", names if len(names) > 1 else names[0])
 
     def _clause_words(self, text: QuestionText, constant: Constant) -> tuple[list[str], list[str]]:
         """The words of the constant's clause before and after it (the clause extends over free tokens only, so
@@ -212,6 +219,11 @@ class QueryAssembler:
         # "… that are parents of X": words for the broader end of a hierarchy turn the relation around.
         inverse = any(w in INVERSE_WORDS for w in before_words)
         return subject != inverse
+
+
+def nodes_of(plan: _Plan, type_name: str) -> np.ndarray:
+    """The constant's nodes of the type its relation was read for."""
+    return next(nodes for name, nodes, _ in plan.by_type if name == type_name)
 
 
 def _mention_runs(inner: Sequence[TypeMention]) -> list[tuple[TypeMention, ...]]:

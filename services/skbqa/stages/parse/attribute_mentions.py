@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from skbqa.query.structured import AttributeConstraint, Operator
 from skbqa.stages.parse.code_values import CodeValueSpotter
-from skbqa.stages.parse.question_text import QuestionText
+from skbqa.stages.parse.question_text import QuestionText, is_discourse_word
 from skbqa.stages.parse.type_mentions import plural
 from skbqa.stores.attributes.catalog import AttributeCatalog
 from skbqa.stores.attributes.values import humanise, loose
@@ -223,7 +223,12 @@ class AttributeSpotter:
                     continue
                 surface = text.span_text(start, end)
                 value = values.get(loose(surface))
-                if value is not None and len(surface) >= MIN_BARE_VALUE_CHARS and not _NUMBER.match(surface):
+                if (
+                    value is not None
+                    and len(surface) >= MIN_BARE_VALUE_CHARS
+                    and not _NUMBER.match(surface)
+                    and not (n == 1 and is_discourse_word(text.tokens[start].lower))  # "*Other* than X, …"
+                ):
                     return _Found(AttributeConstraint(self._symbol, key, "=", value), start, end)
         return None
 

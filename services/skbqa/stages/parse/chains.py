@@ -55,6 +55,9 @@ NARROWER_NOUNS = frozenset(
      "member", "instance", "variant", "version"}
 )  # fmt: skip
 NARROWER_TAIL_WORDS = 5  # "a more specific kind of", "some direct subtype of": the phrase is this short
+# What an ontology's users call its nodes, after a narrower noun ("a child *term* of X", "subclass *nodes* of Y"):
+# the phrase still names a narrower node.
+TERM_NOUNS = frozenset({"term", "class", "concept", "node", "entry", "category", "item", "code"})
 
 
 @dataclass(frozen=True)
@@ -83,10 +86,19 @@ def is_narrower_noun(word: str) -> bool:
     return lemma in NARROWER_NOUNS or (word.startswith("sub") and noun_lemma(word[3:]) is not None)
 
 
+def names_narrower(words: Sequence[str], index: int) -> bool:
+    """Whether the noun at `index` names a narrower node: a narrower noun ("*subtypes*"), or a term noun right
+    after one ("child *terms*")."""
+    if is_narrower_noun(words[index]):
+        return True
+    lemma = noun_lemma(words[index]) or words[index]
+    return lemma in TERM_NOUNS and index > 0 and is_narrower_noun(words[index - 1])
+
+
 def narrower_tail(words: Sequence[str]) -> int:
     """How many of the last words, ending in "of", introduce an unnamed narrower node: "… has *a subtype of*",
-    "… with *some more specific kind of*" (0 when they do not)."""
-    if len(words) < 2 or words[-1] != "of" or not is_narrower_noun(words[-2]):
+    "… with *some more specific kind of*", "… see *an immediate child term of*" (0 when they do not)."""
+    if len(words) < 2 or words[-1] != "of" or not names_narrower(words, len(words) - 2):
         return 0
     start = len(words) - 2
     while start > 0 and len(words) - start < NARROWER_TAIL_WORDS and words[start - 1] not in INDEFINITE:
@@ -172,8 +184,15 @@ class ChainReader:
         if gap:
             parts_words[0] = parts_words[0] + after
             parts_words[-1] = before[cuts[-1] :]
-        if any(not content_words(words) for words in parts_words[1:]):
-            return None  # "diseases like X": a type word that only introduces what follows
+        shared = len(mentions) == 1 and _shares_the_node(parts_words[0], parts_words[-1])
+        if shared:
+            # "genes that *share* a disease *with* X", "diseases with a phenotype *in common with* X": one relation
+            # on both sides of the shared node, named by the words of either side
+            parts_words[0] = parts_words[-1] = parts_words[0] + parts_words[-1]
+        if any(not content_words(words) and not RELATING_PREPOSITIONS & set(words) for words in parts_words[1:]):
+            return (
+                None  # "diseases like X": a type word that only introduces what follows ("tracks *on* X" relates)
+            )
         types = [target_type, *(m.type_name for m in mentions), constant_type]
         # "a disease that has *a subtype of* X as a feature": one more, unnamed node of X's type next to X
         tail = narrower_tail(before[cuts[-1] :])
@@ -198,6 +217,8 @@ class ChainReader:
             ranked.append(self.hop(types[k], types[k + 1], part, encode.get(" ".join(words))))
         if not narrower:
             ranked[-1] = [item for item in ranked[-1] if _exists(graph, constant_nodes, item[1])]
+        if shared and ranked[-1]:  # both sides of a shared node by the one edge the constant has
+            ranked[0] = [item for item in ranked[0] if item[1].edge.name == ranked[-1][0][1].edge.name]
         if not all(ranked):
             return None
         score = sum(hops[0][0] for hops in ranked) / len(ranked) * 2  # per hop, on the scale of a two-hop chain
@@ -271,7 +292,7 @@ class ChainReader:
         best: RelationOption | None = None
         for cut in range(2, len(before)):
             left, right = before[:cut], before[cut:]
-            if left[-1] != "of" or not is_narrower_noun(left[-2]) or right[0] not in INDEFINITE:
+            if left[-1] != "of" or not names_narrower(left, len(left) - 2) or right[0] not in INDEFINITE:
                 continue
             if not content_words(right):
                 continue
@@ -332,6 +353,20 @@ class ChainReader:
         return found
 
 
+# Prepositions that relate a type word to what follows ("tracks *on* Blue Hours", "genes *in* X"), unlike "like"
+# or "such as", which only introduce examples.
+RELATING_PREPOSITIONS = frozenset({"on", "in", "from", "by", "at", "with", "of", "to", "for", "within", "into"})
+# English for two nodes related alike to a third: "genes that *share* a disease with X", "a phenotype *in common*
+# with X".
+SHARING_WORDS = frozenset({"share", "shares", "shared", "sharing", "common"})
+
+
+def _shares_the_node(first: Sequence[str], last: Sequence[str]) -> bool:
+    """Whether the words around a shared node say it is shared: a sharing word on either side, and nothing on the
+    constant's side but that and function words ("… share a disease *with* X", "… a phenotype *in common with* X")."""
+    return bool(SHARING_WORDS & {*first, *last}) and set(content_words(last)) <= SHARING_WORDS
+
+
 def chain_phrases(before: list[str], after: list[str], mentions: Sequence[tuple[int, int]]) -> list[str]:
     """Every phrase the readings above may score for one constant (clause words before and after it; type words
     at these offsets of `before`), to embed in one call."""
@@ -345,6 +380,7 @@ def chain_phrases(before: list[str], after: list[str], mentions: Sequence[tuple[
         wanted.add(" ".join(before[:start]))
         wanted.add(" ".join(before[end:] + after))
         wanted.add(" ".join(before[:start] + after))  # a relative clause ending in its verb (`via_mentions`)
+        wanted.add(" ".join(before[:start] + before[end:] + after))  # a shared node's two sides (`via_mentions`)
         wanted.add(" ".join(before[end:]))
         if tail and end <= len(before) - tail:  # the last hop's words without "a subtype of" (`via_mentions`)
             wanted.add(" ".join(before[end : len(before) - tail] + after))

@@ -29,8 +29,12 @@ def name_words(name: str) -> set[str]:
 
 def same_stem(a: str, b: str) -> bool:
     if len(a) < STEM_LETTERS or len(b) < STEM_LETTERS:
-        return a == b
+        return _singular(a) == _singular(b)  # "modes" ~ "mode"
     return a[:STEM_LETTERS] == b[:STEM_LETTERS]
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
 
 
 class EdgeWordTarget:

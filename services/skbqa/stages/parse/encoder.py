@@ -1,10 +1,8 @@
 """The encoder parser (the default, LLM-free): steps 1–3 from the question's words, the schema and the SKB's names.
 
 Passes over the question, each claiming the words it uses:
-1. target type — the type word that heads the question's answer phrase ("Which *genes* …", in any word order;
-   `type_mentions`), else a synonym of a type (`type_synonyms`), else the far end of an edge the question's
-   verb names ("how is X *inherited*", `edge_word_target`), else the type whose nodes dominate the question's
-   nearest documents (`TargetTypeGuesser`);
+1. target type — from the question's head noun phrase: a type word, a synonym, an edge it names, "who", the far
+   end of an edge the verb names, else the type whose nodes dominate the nearest documents (`target_type`);
 2. quoted text and keyword cues ("that mention X", "related to X") → text constraints;
 3. attribute values the SKB actually has for the target type ("on chromosome 17") → attribute constraints;
 4. constants — longest match of word sequences against every name and alias, then an embedding fallback over
@@ -28,23 +26,19 @@ from skbqa.query.encoder import Encoder
 from skbqa.query.structured import AttributeConstraint, StructuredQuery
 from skbqa.stages.parse.assemble import QueryAssembler
 from skbqa.stages.parse.base import Reading
-from skbqa.stages.parse.chains import is_narrower_noun
+from skbqa.stages.parse.chains import SHARING_WORDS, is_narrower_noun
 from skbqa.stages.parse.constants import FUZZY_MIN_COSINE, Constant, ConstantSpotter
 from skbqa.stages.parse.cues import TextCue, claim_text_cues
-from skbqa.stages.parse.edge_word_target import EdgeWordTarget
-from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
+from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.relations import RelationChooser
+from skbqa.stages.parse.target_type import TargetTypeGuesser, TargetTypeReader
 from skbqa.stages.parse.type_mentions import (
     ARTICLES,
     QUESTION_WORDS,
-    TypeMention,
     TypeVocabulary,
-    choose_target,
-    heads_question,
     noun_lemma,
-    qualifies_another,
 )
-from skbqa.stages.parse.type_synonyms import HeadNoun, TypeSynonyms
+from skbqa.stages.parse.type_synonyms import TypeSynonyms
 from skbqa.stages.parse.type_word_usage import TypeWordUsage
 from skbqa.stores.index import IndexStores
 from skbqa.stores.lexicon import NameLexicon
@@ -58,7 +52,6 @@ FUZZY_LINK_CERTAINTY = 0.7
 NO_CONSTANT_CERTAINTY = 0.5
 # (question, node type, whether values without their attribute's name count) → constraints
 AttributeSpotter = Callable[[QuestionText, str, bool], list[AttributeConstraint]]
-TargetTypeGuesser = Callable[[QueryContext], str | None]
 
 
 class EncoderParser:
@@ -76,16 +69,17 @@ class EncoderParser:
         self._stores = stores
         self._schema = stores.nodes.schema
         self._lexicon = lexicon
-        self._synonyms = TypeSynonyms(self._schema, self._word_usage)
-        self._types = TypeVocabulary(self._schema, self._synonyms.words_of_one_type())
-        self._edge_words = EdgeWordTarget(self._schema)
+        synonyms = TypeSynonyms(self._schema, self._word_usage)
+        self._types = TypeVocabulary(self._schema, synonyms.words_of_one_type())
         self._usage: TypeWordUsage | None = None
         self._spot_attributes = attribute_spotter
-        self._guess_target_type = guess_target_type
         self._chooser: RelationChooser | None = None
         self._lock = threading.Lock()
         self._constants = ConstantSpotter(stores, lexicon, self._types, fuzzy_min_cosine=fuzzy_min_cosine)
         self._assembler = QueryAssembler(stores, self._types, self._relations)
+        self._target = TargetTypeReader(
+            stores, lexicon, synonyms, self._types, self._constants, guess_target_type=guess_target_type
+        )
 
     def _relations(self, encoder: Encoder) -> RelationChooser:
         with self._lock:
@@ -112,7 +106,7 @@ class EncoderParser:
         text = QuestionText.of(query.question, is_name=self._is_name if reading.head_noun else None)
         warnings: list[str] = []
         with query.stage("parse.target_type"):
-            target_type, type_source = self._target_type(query, text, warnings, reading.head_noun)
+            target_type, type_source = self._target.read(query, text, warnings, reading.head_noun)
         with query.stage("parse.constraints"):
             cues = claim_text_cues(text)
             texts = list(text.quotes) + [
@@ -131,6 +125,7 @@ class EncoderParser:
         with query.stage("parse.constants"):
             constants = self._constants.exact(text, typos=reading.typos)
             constants += self._constants.fuzzy(text, query)
+        constants = self._drop_knowledge_base_context(text, constants, warnings)
         if type_source in ("word", "synonym") and target_type is not None:
             constants = self._drop_answer_qualifiers(text, constants, target_type, warnings)
         if type_source in ("guess", "none") and reading.head_noun:
@@ -150,6 +145,8 @@ class EncoderParser:
         ]
         if _reads_hierarchy(parsed):  # "a subtype of", "part of some": stated by the chain, not text to match
             leftover = [w for w in leftover if not is_narrower_noun(w.lower())]
+        if any(s.type is not None and not s.is_constant and n != parsed.target for n, s in parsed.symbols.items()):
+            leftover = [w for w in leftover if w.lower() not in SHARING_WORDS]  # "share a disease with": a chain
         if leftover:
             parsed.text_constraints.append(" ".join(leftover))
         parsed.confidence = self._confidence(text, type_source, constants, parsed)
@@ -179,98 +176,6 @@ class EncoderParser:
         unexplained = [i for i in unexplained if text.tokens[i].lower[:5] not in self._constants.relation_stems]
         explained = 1.0 - len(unexplained) / len(content) if content else 0.0
         return round(type_factor * link * (0.6 + 0.4 * max(0.0, explained)), 4)
-
-    def _target_type(
-        self, query: QueryContext, text: QuestionText, warnings: list[str], head_noun: bool = True
-    ) -> tuple[str | None, str]:
-        """The head noun phrase's type: a type word, else a synonym of one, else the nearest nodes' type; and
-        which of the three it was."""
-        mentions = self._types.mentions(text)
-        spans = self._constants.name_spans(text) if head_noun else []
-        chosen = choose_target(text, mentions, spans) if head_noun else (mentions[0] if mentions else None)
-        head = self._synonyms.head_noun(text, spans) if head_noun else None
-        at_head = next((m for m in mentions if head is not None and m.start == head.start), None)
-        if at_head is not None and not any(s <= at_head.start < e for s, e in spans):
-            chosen = at_head  # the head noun is a type word: "games section *packages* that …"
-        if chosen is not None and head_noun and self._types_name_before(text, chosen, spans):
-            # "For the hamradio *section*, which programs …": the word types the name before it
-            chosen = next((m for m in mentions if m is not chosen and m.start > chosen.end), None)
-        if chosen is not None and (
-            not head_noun
-            or (heads_question(text, chosen, spans) and not _inside_relative_clause(text, head, chosen))
-            or (head is not None and head.start == chosen.start)
-        ):
-            text.claim(chosen.start, chosen.end, "target")
-            return chosen.type_name, "word"
-        # A head noun that is not a type word comes before the type words further on: "*conditions* associated
-        # with genes located in …" asks for diseases, not genes.
-        if head is not None and (chosen is None or head.start < chosen.start):
-            described = self._synonyms.described_as(text, head)
-            if len(described) == 1:  # the schema's own word for one type outranks a stem shared with an edge
-                return self._take_synonym(text, head, chosen, next(iter(described)), warnings)
-            # A head noun that names an edge ("in what *locations* …", "which *maintainers* …") reaches the answer
-            # through it: the edge's far end from the named nodes, before any reading of the noun as a synonym.
-            by_edge = self._edge_words.target(
-                text,
-                self._types_named(text, spans),
-                {m.type_name for m in mentions},
-                set(range(len(text))) - set(range(head.start, head.end)),
-            )
-            if by_edge is not None:
-                text.claim(head.start, head.end, "target")
-                warnings.append(f"target type {by_edge!r}: the head noun names an edge that reaches it")
-                return by_edge, "relation"
-            synonym = self._synonyms.type_of(text, head, query.encoder)
-            if synonym is not None:
-                return self._take_synonym(text, head, chosen, synonym, warnings)
-        if head_noun and (chosen is None or qualifies_another(text, chosen, spans)):
-            # No word heads the answer's phrase ("How is X inherited?", "Where … are the products of genes …
-            # located?"): the question's verb or noun may name the edge that reaches the answer.
-            by_edge = self._edge_words.target(
-                text,
-                self._types_named(text, spans),
-                {m.type_name for m in mentions},
-                {i for s, e in [*spans, *((m.start, m.end) for m in mentions)] for i in range(s, e)},
-            )
-            if by_edge is not None:
-                warnings.append(f"target type {by_edge!r}: the question's words name an edge that reaches it")
-                return by_edge, "relation"
-        if chosen is not None:
-            text.claim(chosen.start, chosen.end, "target")
-            return chosen.type_name, "word"
-        if self._guess_target_type is None:
-            return None, "none"
-        guessed = self._guess_target_type(query)
-        warnings.append(f"no type word in the question; target type guessed as {guessed!r}")
-        return guessed, "guess"
-
-    @staticmethod
-    def _take_synonym(
-        text: QuestionText, head: HeadNoun, chosen: TypeMention | None, synonym: str, warnings: list[str]
-    ) -> tuple[str, str]:
-        text.claim(head.start, head.end, "target")
-        if chosen is not None and chosen.type_name == synonym:  # "architecture-independent … packages"
-            text.claim(chosen.start, chosen.end, "target")
-        warnings.append(f"target type {synonym!r} read from {text.span_text(head.start, head.end)!r}")
-        return synonym, "synonym"
-
-    def _types_name_before(self, text: QuestionText, mention: TypeMention, spans: list[tuple[int, int]]) -> bool:
-        """Whether a name of a node of the mention's type ends right before it ("the hamradio section")."""
-        for start, end in spans:
-            if end == mention.start:
-                return mention.type_name in self._types_named(text, [(start, end)])
-        return False
-
-    def _types_named(self, text: QuestionText, spans: list[tuple[int, int]]) -> set[str]:
-        """The types of the nodes whose names stand at the spans."""
-        found: set[str] = set()
-        for start, end in spans:
-            surface = text.span_text(start, end)
-            positions = self._lexicon().positions(surface, original=surface)
-            if positions.size:
-                codes = np.unique(self._stores.nodes.types[positions])
-                found.update(self._schema.node_types[int(c)].name for c in codes)
-        return found
 
     def _is_name(self, quoted: str) -> bool:
         return bool(self._lexicon().positions(quoted, original=quoted).size)
@@ -311,6 +216,23 @@ class EncoderParser:
             kept.append(constant)
         return kept
 
+    def _drop_knowledge_base_context(
+        self, text: QuestionText, constants: list[Constant], warnings: list[str]
+    ) -> list[Constant]:
+        """ "… the nginx package *in Debian*?": a place named by the knowledge base's own name or description is
+        where every answer is, not a node the answer is related to (it stays out of the parse)."""
+        own = set(re.findall(r"[a-z0-9]+", f"{self._schema.name} {self._schema.description}".lower()))
+        kept: list[Constant] = []
+        for constant in constants:
+            words = text.words(constant.start, constant.end)
+            before = text.words(max(0, constant.start - 1), constant.start)
+            if before and before[0] in KB_CONTEXT_PREPOSITIONS and len(words) == 1 and words[0] in own:
+                text.claim(constant.start - 1, constant.end, "context")
+                warnings.append(f"{constant.surface!r} names the knowledge base itself; not a constraint")
+                continue
+            kept.append(constant)
+        return kept
+
     def _kind_of_constant(self, text: QuestionText, constants: list[Constant]) -> str | None:
         """ "What kinds of X …", "which forms of X …": the answer is of X's type (its narrower nodes)."""
         for constant in constants:
@@ -344,30 +266,7 @@ class EncoderParser:
         return True
 
 
-# How people ask rather than what they ask about ("*Help me figure out* which …", "*I'd like to know* …", "…? *List
-# them please*"): never words an answer's text is to contain. English only, nothing of any one schema.
-DISCOURSE_WORDS = frozenset(
-    {"help", "figure", "out", "like", "know", "wondering", "curious", "say", "please", "thanks", "them", "ones",
-     "so", "if", "just", "only", "also", "take", "first", "then", "else", "exist", "exists", "d", "ll", "m", "s",
-     "ve", "re", "i", "you", "we", "can", "could", "would", "will", "should", "may", "might", "must", "let",
-     "see", "check", "anything", "something", "stuff", "ideas", "idea", "quick", "q", "hey", "hi", "ok", "okay",
-     "other", "others", "among"}
-)  # fmt: skip
-
-
-def is_discourse_word(word: str) -> bool:
-    return word in DISCOURSE_WORDS or word in QUESTION_WORDS
-
-
-RELATIVE_PRONOUNS = frozenset({"that", "which", "who", "whom", "whose", "where"})
-
-
-def _inside_relative_clause(text: QuestionText, head: HeadNoun | None, mention: TypeMention) -> bool:
-    """Whether the type word stands in a relative clause of the head noun ("find *tags* that any *package* … is
-    tagged with"): a node on the way to the answer, which the head noun names."""
-    if head is None or head.end > mention.start:
-        return False
-    return any(w in RELATIVE_PRONOUNS for w in text.words(head.end, mention.start))
+KB_CONTEXT_PREPOSITIONS = frozenset({"in", "within", "on", "from", "across"})
 
 
 def _reads_hierarchy(parsed: StructuredQuery) -> bool:

@@ -13,7 +13,10 @@ from dataclasses import dataclass, field
 
 _TOKEN = re.compile(r"\w+")
 _BOUNDARY_WORDS = frozenset({"and", "or", "but", "while", "whereas"})
-_BOUNDARY_PUNCT = re.compile(r"[,;:?!()\[\]]|\.\s")
+# A spaced dash sets off a clause as a colon does ("Kabuki syndrome 1 genes - where do their products …"); a dash
+# inside a word ("X-linked", "TSC1-TSC2") does not.
+_BOUNDARY_PUNCT = re.compile(r"[,;:?!()\[\]]|\.\s|\s[-–—]+\s")
+_SEGMENT_PUNCT = re.compile(r"[:?]|\s[-–—]+\s")
 _QUOTED = re.compile(r"\"([^\"]{2,})\"|“([^”]{2,})”|'([^']{3,})'(?!\w)")
 
 # Small function words: never a constant on their own, never carry a relation's meaning.
@@ -171,6 +174,19 @@ class QuestionText:
         gap = self.text[self.tokens[index - 1].end : self.tokens[index].start]
         return bool(_BOUNDARY_PUNCT.search(gap + " "))
 
+    def gap_before(self, index: int) -> str:
+        """The characters between token index-1 and token index."""
+        return (
+            self.text[self.tokens[index - 1].end : self.tokens[index].start]
+            if 0 < index < len(self.tokens)
+            else ""
+        )
+
+    def segment_starts(self) -> list[int]:
+        """Where a part of the question set off by a colon, a question mark or a spaced dash starts ("lacrimal duct
+        stenosis: *Orphanet diseases* only", "CLRN1-related diseases: *modes of inheritance*?")."""
+        return [i for i in range(1, len(self.tokens)) if _SEGMENT_PUNCT.search(self.gap_before(i) + " ")]
+
     def is_boundary_word(self, index: int) -> bool:
         return self.tokens[index].lower in _BOUNDARY_WORDS
 
@@ -216,3 +232,24 @@ class QuestionText:
             for t, c in zip(self.tokens, self.claimed, strict=True)
             if c is None and t.lower not in FUNCTION_WORDS
         ]
+
+
+# Words after which a noun phrase is what the question asks for. English, not any one SKB's.
+QUESTION_WORDS = frozenset(
+    {"which", "what", "whose", "name", "list", "show", "find", "give", "get", "identify", "return", "enumerate",
+     "retrieve", "any", "all", "there", "for", "looking", "need", "want", "search", "tell"}
+)  # fmt: skip
+# How people ask rather than what they ask about ("*Help me figure out* which …", "*I'd like to know* …", "…? *List
+# them please*"): never words an answer's text is to contain. English only, nothing of any one schema.
+DISCOURSE_WORDS = frozenset(
+    {"help", "figure", "out", "like", "know", "wondering", "curious", "say", "please", "thanks", "them", "ones",
+     "so", "if", "just", "only", "also", "take", "first", "then", "else", "exist", "exists", "d", "ll", "m", "s",
+     "ve", "re", "i", "you", "we", "can", "could", "would", "will", "should", "may", "might", "must", "let",
+     "see", "check", "anything", "something", "stuff", "ideas", "idea", "quick", "q", "hey", "hi", "ok", "okay",
+     "other", "others", "among", "least", "one", "itself", "themselves", "they",
+     "it", "its", "their", "those", "these", "this"}
+)  # fmt: skip
+
+
+def is_discourse_word(word: str) -> bool:
+    return word in DISCOURSE_WORDS or word in QUESTION_WORDS

@@ -43,3 +43,52 @@ def description_nouns(schema: Schema) -> dict[str, set[str]]:
         for lemma in lemmas:
             by_word.setdefault(lemma, set()).add(node_type.name)
     return {lemma: types for lemma, types in by_word.items() if len(types) < len(per_type)}
+
+
+# Where a description's opening phrase ends: "A binary package (a .deb …", "Gene Ontology term from …", "Human gene
+# from NCBI …". What comes before is the curator's own name for the type.
+_OPENING_END = re.compile(r"[(,:;.]|\s(?:from|of|in|that|which|with|as|for|by|is|are)\s")
+
+
+def description_heads(schema: Schema) -> dict[str, set[str]]:
+    """The types whose description opens with each noun ("A *binary* package …", "An archive *section* …"), in
+    every inflection: of several descriptions that use a noun, the one that names its type with it."""
+    by_word: dict[str, set[str]] = {}
+    for node_type in schema.node_types:
+        description = node_type.description.lower()
+        match = _OPENING_END.search(description)
+        opening = description[: match.start()] if match else description
+        for token in _TOKEN.findall(opening):
+            if any(c in token for c in "-:_/.") or token in FUNCTION_WORDS or len(token) < MIN_NOUN_CHARS:
+                continue
+            lemma = noun_lemma(token) or unknown_word_lemma(token) or (token if is_unknown_word(token) else None)
+            if lemma is None or lemma in GENERIC_NOUNS:
+                continue
+            for form in noun_forms(lemma):
+                by_word.setdefault(form, set()).add(node_type.name)
+    return by_word
+
+
+# Nouns for someone who acts, in English: "who …" asks for the type whose description calls its nodes so.
+AGENT_NOUNS = frozenset(
+    {"person", "people", "individual", "team", "developer", "author", "maintainer", "packager", "organization",
+     "organisation", "company", "contributor", "researcher", "user", "member", "editor", "creator", "owner",
+     "performer", "artist", "writer", "publisher", "employee", "staff", "investigator"}
+)  # fmt: skip
+
+
+def agent_types(schema: Schema) -> set[str]:
+    """The types whose name or description's own naming of them (its opening phrase, with the parenthesis right
+    after it: "A maintainer (also called a team, developer …)") calls their nodes persons, teams or companies; not
+    a type whose description only mentions one further on ("… the domain of its maintainer's e-mail address")."""
+    found: set[str] = set()
+    for node_type in schema.node_types:
+        description = node_type.description.lower()
+        match = _OPENING_END.search(description)
+        end = match.start() if match else len(description)
+        if match and description[end] == "(":
+            end = description.find(")", end) + 1 or len(description)
+        words = _TOKEN.findall(f"{node_type.name.replace('_', ' ')} {description[:end]}")
+        if any((noun_lemma(w) or w) in AGENT_NOUNS for w in words):
+            found.add(node_type.name)
+    return found

@@ -16,13 +16,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from skbqa.skb.schema import Schema
-from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
+from skbqa.stages.parse.question_text import FUNCTION_WORDS, QUESTION_WORDS, QuestionText
 
-# Words after which a noun phrase is what the question asks for. English, not any one SKB's.
-QUESTION_WORDS = frozenset(
-    {"which", "what", "whose", "name", "list", "show", "find", "give", "get", "identify", "return", "enumerate",
-     "retrieve", "any", "all", "there", "for", "looking", "need", "want", "search", "tell"}
-)  # fmt: skip
 ARTICLES = frozenset({"the", "a", "an", "some", "any", "all", "of", "those", "these", "me", "us"})
 PREPOSITIONS = frozenset(
     {"of", "in", "on", "at", "to", "by", "with", "from", "into", "for", "via", "through", "about", "within"}

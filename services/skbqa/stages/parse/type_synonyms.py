@@ -17,9 +17,14 @@ import numpy as np
 
 from skbqa.query.encoder import Encoder
 from skbqa.skb.schema import Schema
-from skbqa.stages.parse.chains import is_narrower_noun
-from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
-from skbqa.stages.parse.type_descriptions import GENERIC_NOUNS, MIN_NOUN_CHARS, description_nouns
+from skbqa.stages.parse.chains import names_narrower
+from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
+from skbqa.stages.parse.type_descriptions import (
+    GENERIC_NOUNS,
+    MIN_NOUN_CHARS,
+    description_heads,
+    description_nouns,
+)
 from skbqa.stages.parse.type_mentions import (
     QUESTION_WORDS,
     noun_forms,
@@ -36,6 +41,9 @@ WH_WORDS = frozenset({"which", "what", "whose"})
 COPULAS = frozenset({"is", "are", "was", "were"})  # "what *are the* tools …": the noun comes after the verb
 OPENING_AUXILIARIES = COPULAS | {"do", "does", "did", "there", "have", "has"}
 OPENING_WORDS = 4  # "Can you show …", "I'm looking for …": where a request word opens the question
+# Words between a question word and its noun ("which *of those* sources", "list *all the* …").
+HEAD_DETERMINERS = frozenset({"the", "a", "an", "all", "any", "some", "me", "of", "for", "those", "these"})
+ELLIPTIC_WORDS = 5  # "…: *modes of inheritance*?", "…? *genes please*": a last part this short may be the request
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,9 @@ class HeadNoun:
     start: int
     end: int
     lemma: str
+    # found right after a wh-word ("… : *which disorders*?") or heading a short last part ("…: *modes* of …?"),
+    # wherever that stands
+    asked: bool = False
 
 
 class TypeSynonyms:
@@ -53,6 +64,7 @@ class TypeSynonyms:
         self._names = [t.name for t in schema.node_types]
         self._name_texts = [t.name.replace("_", " ").replace("/", " or ") for t in schema.node_types]
         self._described = description_nouns(schema)
+        self._opening = description_heads(schema)
         self._vectors: np.ndarray | None = None
         self._lock = threading.Lock()
 
@@ -72,19 +84,31 @@ class TypeSynonyms:
         # X, *which team* …"), after another question word ("list …", "looking for …"), at the question's start.
         # A question word further in is more often a verb of a clause ("disorders … that also *show* a specific
         # kind of …") than the request itself, so the question's start comes before it.
-        wh = [i for i, w in enumerate(words) if w in WH_WORDS and text.claimed[i] is None]
+        wh = [
+            i
+            for i, w in enumerate(words)
+            if w in WH_WORDS and text.claimed[i] is None and not _relative_pronoun(text, words, i)
+        ]
         asks = [
             i for i, w in enumerate(words) if w in QUESTION_WORDS and w not in WH_WORDS and text.claimed[i] is None
         ]
         opening = [i for i in asks if i < OPENING_WORDS]
-        for i in [*wh, *opening, -1, *(i for i in asks if i >= OPENING_WORDS)]:
+        # Without a wh-word, a short last part set off by a colon or a question mark may be the request itself:
+        # "CLRN1-related diseases: *modes of inheritance*?", "anything localized to …? *genes* please".
+        segments = [k for k in text.segment_starts() if "(" not in text.gap_before(k)]  # not an aside
+        elliptic = (
+            [segments[-1] - 1] if not wh and segments and len(words) - segments[-1] <= ELLIPTIC_WORDS else []
+        )
+        for i in [*wh, *opening, *elliptic, -1, *(i for i in asks if i >= OPENING_WORDS)]:
             j = i + 1
             if i in wh and j < len(words) and words[j] in COPULAS:
                 j += 1
             while i == -1 and j < len(words) and words[j] in OPENING_AUXILIARIES:  # "*Are there* any codebases …"
                 j += 1
-            while j < len(words) and words[j] in ("the", "a", "an", "all", "any", "some", "me", "of", "for"):
+            j = _past_qualifying_names(words, j, inside)
+            while j < len(words) and words[j] in HEAD_DETERMINERS:
                 j += 1
+            j = _past_qualifying_names(words, j, inside)
             end = j
             while (
                 end < len(words)
@@ -98,6 +122,7 @@ class TypeSynonyms:
                 (k, lemma)
                 for k in range(j, end)
                 if len(words[k]) >= MIN_NOUN_CHARS
+                and (words[k] in GENERIC_NOUNS or not is_discourse_word(words[k]))  # "which *ones*" stops here
                 and (lemma := noun_lemma(words[k]) or unknown_word_lemma(words[k])) is not None
             ]
             plural = [(k, lemma) for k, lemma in nouns if lemma != words[k]]
@@ -116,12 +141,12 @@ class TypeSynonyms:
             chosen = plural[-1] if plural else (nouns[0] if nouns else None)
             if (
                 chosen is not None
-                and is_narrower_noun(words[chosen[0]])
+                and names_narrower(words, chosen[0])
                 and words[chosen[0] + 1 : chosen[0] + 2] == ["of"]
             ):
                 return None  # "the direct *subtypes of* X": X's own type, which the hierarchy's reading gives
             if chosen is not None:
-                return HeadNoun(chosen[0], chosen[0] + 1, chosen[1])
+                return HeadNoun(chosen[0], chosen[0] + 1, chosen[1], asked=i in wh or i in elliptic)
         return None
 
     def words_of_one_type(self) -> dict[str, str]:
@@ -132,18 +157,33 @@ class TypeSynonyms:
         """The types whose descriptions use the head noun ("a source package, also called a *codebase*")."""
         if head.lemma in GENERIC_NOUNS:
             return set()
-        return self._described.get(head.lemma) or self._described.get(
+        described = self._described.get(head.lemma) or self._described.get(
             text.span_text(head.start, head.end).lower(), set()
         )
+        # Several descriptions use it; one opens with it ("A *binary* package …" vs "… builds binary packages")
+        opening = described & self._opening.get(head.lemma, set())
+        return opening if len(described) > 1 and len(opening) == 1 else described
 
-    def type_of(self, text: QuestionText, head: HeadNoun, encoder: Encoder) -> str | None:
+    def type_of(
+        self,
+        text: QuestionText,
+        head: HeadNoun,
+        encoder: Encoder,
+        *,
+        exclude: frozenset[str] | set[str] = frozenset(),
+    ) -> str | None:
+        """The type the head noun names, if the evidence puts enough on one; `exclude`: types the question's
+        grammar rules out, whose share of the evidence goes to the others."""
         if head.lemma in GENERIC_NOUNS:
             return None
-        described = self.described_as(text, head)
+        described = self.described_as(text, head) - set(exclude)
         if len(described) == 1:
             return next(iter(described))
         # Named in several types' descriptions: one of those ("program": a package, or a tag's example value)
         allowed = np.array([name in described for name in self._names]) if described else None
+        if exclude:
+            kept = np.array([name not in exclude for name in self._names])
+            allowed = kept if allowed is None else allowed & kept
         vector = encoder.encode([text.span_text(head.start, head.end)])[0]
         cosines = self._type_vectors(encoder) @ vector
         by_name = np.exp((cosines - cosines.max()) / NAME_TEMPERATURE)
@@ -165,3 +205,29 @@ class TypeSynonyms:
             if self._vectors is None:
                 self._vectors = encoder.encode(self._name_texts)
             return self._vectors
+
+
+def _relative_pronoun(text: QuestionText, words: Sequence[str], index: int) -> bool:
+    """Whether a wh-word right after a noun introduces a relative clause of that noun ("Genes *whose* function is
+    …", "diseases *which* …", "… localised to X *and whose* product …") rather than asking the question ("For X,
+    *which* team …", "In *which* diseases …", "Help me figure out *which* apps …")."""
+    if index == 0 or text.boundary_before(index):
+        return False
+    before = words[index - 1]
+    if words[index] == "whose" and before in ("and", "or"):
+        return True
+    return before not in FUNCTION_WORDS and not is_discourse_word(before) and noun_lemma(before) is not None
+
+
+def _past_qualifying_names(words: Sequence[str], start: int, inside: set[int]) -> int:
+    """Past names (and a possessive 's) that qualify the noun after them ("CNGA3 disease *phenotypes*", "which
+    autosomal dominant *disorders*"); not past a name followed by a verb ("Pulmonary fibrosis *shows* up …")."""
+    end = start
+    while end < len(words) and (end in inside or (end > start and words[end] == "s")):
+        end += 1
+    if end == start or end >= len(words):
+        return start
+    from lemminflect import getAllLemmas
+
+    readings = getAllLemmas(words[end])
+    return end if "NOUN" in readings and "VERB" not in readings else start

@@ -1,0 +1,230 @@
+"""Step 1 of the encoder parser: the answer's type, from the question's head noun phrase.
+
+In order of trust: a type word that heads the question ("Which *genes* …", in any word order); a head noun that is
+not a type word but comes first, or after a wh-word wherever that stands ("which *disorders* involve genes …",
+"…: which *disorders*?"), read as the schema's description word for one type, as an edge it names ("in what
+*locations* …"), or as a synonym (`type_synonyms`); "who" when the schema has one type of persons; the far end of
+an edge the question's verb names ("how is X *inherited*", `edge_word_target`); the type word further on; and the
+type whose nodes dominate the question's nearest documents (the guesser the parser is given).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from skbqa.query.context import QueryContext
+from skbqa.query.encoder import Encoder
+from skbqa.stages.parse.constants import ConstantSpotter
+from skbqa.stages.parse.edge_word_target import EdgeWordTarget
+from skbqa.stages.parse.question_text import QuestionText
+from skbqa.stages.parse.type_descriptions import agent_types
+from skbqa.stages.parse.type_mentions import (
+    ARTICLES,
+    PREPOSITIONS,
+    TypeMention,
+    TypeVocabulary,
+    choose_target,
+    heads_question,
+    noun_lemma,
+    qualifies_another,
+)
+from skbqa.stages.parse.type_synonyms import HeadNoun, TypeSynonyms
+from skbqa.stores.index import IndexStores
+from skbqa.stores.lexicon import NameLexicon
+
+TargetTypeGuesser = Callable[[QueryContext], str | None]
+
+
+class TargetTypeReader:
+    def __init__(
+        self,
+        stores: IndexStores,
+        lexicon: Callable[[], NameLexicon],
+        synonyms: TypeSynonyms,
+        types: TypeVocabulary,
+        constants: ConstantSpotter,
+        *,
+        guess_target_type: TargetTypeGuesser | None = None,
+    ) -> None:
+        self._stores = stores
+        self._schema = stores.nodes.schema
+        self._lexicon = lexicon
+        self._synonyms = synonyms
+        self._types = types
+        self._constants = constants
+        self._edge_words = EdgeWordTarget(self._schema)
+        self._agents = agent_types(self._schema)
+        self._guess_target_type = guess_target_type
+
+    def read(
+        self, query: QueryContext, text: QuestionText, warnings: list[str], head_noun: bool = True
+    ) -> tuple[str | None, str]:
+        """The head noun phrase's type: a type word, else a synonym of one, else the nearest nodes' type; and
+        which of the three it was."""
+        mentions = self._types.mentions(text)
+        spans = self._constants.name_spans(text) if head_noun else []
+        chosen = choose_target(text, mentions, spans) if head_noun else (mentions[0] if mentions else None)
+        head = self._synonyms.head_noun(text, spans) if head_noun else None
+        at_head = next((m for m in mentions if head is not None and m.start <= head.start < m.end), None)
+        if at_head is not None and not any(s <= at_head.start < e for s, e in spans):
+            chosen = at_head  # the head noun is a type word: "games section *packages* that …"
+        if chosen is not None and head_noun and self._types_name_before(text, chosen, spans):
+            # "For the hamradio *section*, which programs …": the word types the name before it
+            chosen = next((m for m in mentions if m is not chosen and m.start > chosen.end), None)
+        # A head noun that is not a type word comes before the type words further on: "*conditions* associated
+        # with genes located in …", "which *disorders* involve genes …" ask for diseases, not genes; so does one
+        # after a wh-word wherever it stands, when the type word heads nothing ("… a gene product …: which
+        # *disorders*?").
+        head_leads = (
+            head_noun
+            and head is not None
+            and (
+                chosen is None
+                or head.start < chosen.start
+                or (
+                    head.asked
+                    and not chosen.start <= head.start < chosen.end
+                    and not heads_question(text, chosen, spans)
+                )
+            )
+        )
+        if chosen is not None and (
+            not head_noun
+            or (
+                heads_question(text, chosen, spans)
+                and not _inside_relative_clause(text, head, chosen)
+                and not head_leads
+            )
+            or (head is not None and chosen.start <= head.start < chosen.end)
+        ):
+            text.claim(chosen.start, chosen.end, "target")
+            return chosen.type_name, "word"
+        if head is not None and head_leads:
+            described = self._synonyms.described_as(text, head)
+            if len(described) == 1:  # the schema's own word for one type outranks a stem shared with an edge
+                return self._take_synonym(text, head, chosen, next(iter(described)), warnings)
+            # A head noun that names an edge ("in what *locations* …", "which *maintainers* …") reaches the answer
+            # through it: the edge's far end from the named nodes, before any reading of the noun as a synonym.
+            by_edge = self._edge_words.target(
+                text,
+                self._types_named(text, spans),
+                {m.type_name for m in mentions},
+                set(range(len(text))) - set(range(head.start, head.end)),
+            )
+            if by_edge is not None:
+                text.claim(head.start, head.end, "target")
+                warnings.append(f"target type {by_edge!r}: the head noun names an edge that reaches it")
+                return by_edge, "relation"
+            synonym = self._synonyms.type_of(text, head, query.encoder)
+            if synonym is not None and synonym in self._untyped_of_object(
+                text, head, spans, mentions, query.encoder
+            ):
+                # "*symptoms* of the disorders …": a thing of a disease is no disease when no edge joins diseases
+                synonym = self._synonyms.type_of(text, head, query.encoder, exclude={synonym})
+            if synonym is not None:
+                return self._take_synonym(text, head, chosen, synonym, warnings)
+        if head_noun and (chosen is None or qualifies_another(text, chosen, spans)):
+            # No word heads the answer's phrase ("How is X inherited?", "Where … are the products of genes …
+            # located?"): the question's verb or noun may name the edge that reaches the answer.
+            by_edge = self._edge_words.target(
+                text,
+                self._types_named(text, spans),
+                {m.type_name for m in mentions},
+                {i for s, e in [*spans, *((m.start, m.end) for m in mentions)] for i in range(s, e)},
+            )
+            if by_edge is not None:
+                warnings.append(f"target type {by_edge!r}: the question's words name an edge that reaches it")
+                return by_edge, "relation"
+        agent = self._agent_asked(text, chosen, spans) if head_noun else None
+        if agent is not None:
+            warnings.append(f"target type {agent!r}: 'who' asks for the schema's one type of persons or teams")
+            return agent, "synonym"
+        if chosen is not None:
+            text.claim(chosen.start, chosen.end, "target")
+            return chosen.type_name, "word"
+        if self._guess_target_type is None:
+            return None, "none"
+        guessed = self._guess_target_type(query)
+        warnings.append(f"no type word in the question; target type guessed as {guessed!r}")
+        return guessed, "guess"
+
+    def _agent_asked(
+        self, text: QuestionText, chosen: TypeMention | None, spans: list[tuple[int, int]]
+    ) -> str | None:
+        """ "*Who* looks after X?", "… maintained by *whom*?": the one type whose nodes are persons or teams, when
+        no type word heads the question (a relative "who" after a noun asks nothing)."""
+        if len(self._agents) != 1 or (chosen is not None and heads_question(text, chosen, spans)):
+            return None
+        for i, token in enumerate(text.tokens):
+            if token.lower in AGENT_QUESTION_WORDS and (
+                i == 0 or text.boundary_before(i) or text.tokens[i - 1].lower in PREPOSITIONS
+            ):
+                return next(iter(self._agents))
+        return None
+
+    def _untyped_of_object(
+        self,
+        text: QuestionText,
+        head: HeadNoun,
+        spans: list[tuple[int, int]],
+        mentions: list[TypeMention],
+        encoder: Encoder,
+    ) -> set[str]:
+        """The types the head noun cannot be, read from "<head> of (the) <node>": the object's types that no edge
+        joins to nodes of their own type (a thing *of* a disease is a disease only through a disease–disease
+        edge)."""
+        j = head.end
+        if text.words(j, j + 1) != ["of"]:
+            return set()
+        j += 1
+        while j < len(text) and text.tokens[j].lower in ARTICLES:
+            j += 1
+        named = {m.type_name for m in mentions if m.start == j}
+        named |= self._types_named(text, [(s, e) for s, e in spans if s == j])
+        if not named and j < len(text) and (lemma := noun_lemma(text.tokens[j].lower)) is not None:
+            # "symptoms of the *disorders* …": the object named by a synonym
+            of_object = self._synonyms.type_of(text, HeadNoun(j, j + 1, lemma), encoder)
+            named = {of_object} if of_object is not None else set()
+        return {t for t in named if not any(e.source == t and e.target == t for e in self._schema.edge_types)}
+
+    @staticmethod
+    def _take_synonym(
+        text: QuestionText, head: HeadNoun, chosen: TypeMention | None, synonym: str, warnings: list[str]
+    ) -> tuple[str, str]:
+        text.claim(head.start, head.end, "target")
+        if chosen is not None and chosen.type_name == synonym:  # "architecture-independent … packages"
+            text.claim(chosen.start, chosen.end, "target")
+        warnings.append(f"target type {synonym!r} read from {text.span_text(head.start, head.end)!r}")
+        return synonym, "synonym"
+
+    def _types_name_before(self, text: QuestionText, mention: TypeMention, spans: list[tuple[int, int]]) -> bool:
+        """Whether a name of a node of the mention's type ends right before it ("the hamradio section")."""
+        for start, end in spans:
+            if end == mention.start:
+                return mention.type_name in self._types_named(text, [(start, end)])
+        return False
+
+    def _types_named(self, text: QuestionText, spans: list[tuple[int, int]]) -> set[str]:
+        """The types of the nodes whose names stand at the spans."""
+        found: set[str] = set()
+        for start, end in spans:
+            surface = text.span_text(start, end)
+            positions = self._lexicon().positions(surface, original=surface)
+            if positions.size:
+                codes = np.unique(self._stores.nodes.types[positions])
+                found.update(self._schema.node_types[int(c)].name for c in codes)
+        return found
+
+
+AGENT_QUESTION_WORDS = frozenset({"who", "whom", "whoever"})
+RELATIVE_PRONOUNS = frozenset({"that", "which", "who", "whom", "whose", "where"})
+
+
+def _inside_relative_clause(text: QuestionText, head: HeadNoun | None, mention: TypeMention) -> bool:
+    """Whether the type word stands in a relative clause of the head noun ("find *tags* that any *package* … is
+    tagged with"): a node on the way to the answer, which the head noun names."""
+    if head is None or head.end > mention.start:
+        return False
+    return any(w in RELATIVE_PRONOUNS for w in text.words(head.end, mention.start))

@@ -1,0 +1,101 @@
+"""Readings that come from how a schema describes itself, on a small library schema of its own: "who" asks for the
+one type of persons, a noun several descriptions use belongs to the one whose opening phrase names its type with
+it, and a place named by the knowledge base's own description ("… in Northshire") is where every answer is."""
+
+from __future__ import annotations
+
+import pytest
+
+from skbqa.engine.embedded import EmbeddedEngine
+from skbqa.skb.schema import Schema
+from skbqa.stages.parse.type_descriptions import agent_types, description_heads
+from tests.helpers import engine_over
+from tests.unit.test_encoder_parser import parse
+
+SCHEMA = {
+    "name": "northshire-libraries",
+    "description": "The lending libraries of Northshire: their books, the writers of the books and the shelves.",
+    "node_types": [
+        {
+            "name": "book",
+            "description": "A printed volume (also called a title or tome) that a library lends; shelved copies.",
+        },
+        {
+            "name": "writer",
+            "description": "A writer (also called an author or person) credited on books; the books list them.",
+        },
+        {"name": "shelf", "description": "A shelf of a library that holds printed volumes and a title card."},
+        {"name": "town", "description": "A town of the county, such as Northshire's capital."},
+    ],
+    "edge_types": [
+        {"name": "written_by", "source": "book", "target": "writer", "description": "who wrote the book"},
+        {"name": "on_shelf", "source": "book", "target": "shelf", "description": "where the book is kept"},
+        {"name": "lives_in", "source": "writer", "target": "town", "description": "the writer's home town"},
+    ],
+}
+NODES = [
+    {"id": 1, "type": "book", "name": "Salt Roads", "text": "a novel of the coast"},
+    {"id": 2, "type": "book", "name": "Iron Bells", "text": "a history of the foundry"},
+    {"id": 3, "type": "book", "name": "Quiet Orchards", "text": "poems about apples"},
+    {"id": 4, "type": "writer", "name": "Ada Voss", "text": "a novelist"},
+    {"id": 5, "type": "writer", "name": "Tom Reed", "text": "a historian"},
+    {"id": 6, "type": "shelf", "name": "Shelf A", "text": "fiction"},
+    {"id": 7, "type": "town", "name": "Northshire", "text": "the capital"},
+    {"id": 8, "type": "town", "name": "Elmbridge", "text": "a village"},
+]
+EDGES = [
+    {"src": 1, "type": "written_by", "dst": 4},
+    {"src": 2, "type": "written_by", "dst": 5},
+    {"src": 3, "type": "written_by", "dst": 4},
+    {"src": 1, "type": "on_shelf", "dst": 6},
+    {"src": 4, "type": "lives_in", "dst": 7},
+    {"src": 5, "type": "lives_in", "dst": 8},
+]
+
+
+@pytest.fixture(scope="module")
+def schema() -> Schema:
+    return Schema.from_dict(SCHEMA)
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory, onnx_encoder) -> EmbeddedEngine:
+    return engine_over(tmp_path_factory.mktemp("library"), onnx_encoder, SCHEMA, NODES, EDGES)
+
+
+def test_only_a_description_that_names_its_own_nodes_so_makes_an_agent(schema: Schema) -> None:
+    # the book's description mentions no person; "the writers of the books" in the KB's description is no type's
+    assert agent_types(schema) == {"writer"}
+
+
+def test_a_descriptions_opening_phrase_names_its_type(schema: Schema) -> None:
+    heads = description_heads(schema)
+    assert heads["volumes"] == {"book"}  # the shelf's description uses it further on
+    assert "title" not in heads  # inside the parenthesis, not the opening phrase
+    assert heads["shelf"] == {"shelf"}
+
+
+def test_who_asks_for_the_one_type_of_persons(engine: EmbeddedEngine) -> None:
+    parsed = parse(engine, "who wrote Iron Bells?")
+    assert parsed.target_type == "writer"
+    assert any("'who' asks for" in w for w in parsed.warnings)
+    assert engine.ask("who wrote Iron Bells?", strategy="af").items[0].node_id == 5
+    # a relative "who" after a noun asks nothing: the head noun does
+    assert parse(engine, "books by writers who live in Elmbridge").target_type == "book"
+
+
+def test_a_noun_several_descriptions_use_goes_to_the_one_that_opens_with_it(engine: EmbeddedEngine) -> None:
+    question = "Which volumes did Ada Voss write?"
+    parsed = parse(engine, question)
+    assert parsed.target_type == "book"
+    assert "target type 'book' read from 'volumes'" in parsed.warnings
+    assert {item.node_id for item in engine.ask(question, strategy="af").items[:2]} == {1, 3}
+
+
+def test_the_knowledge_bases_own_place_is_no_constraint(engine: EmbeddedEngine) -> None:
+    parsed = parse(engine, "which books did Ada Voss write in Northshire?")
+    assert [names for s in parsed.symbols.values() if (names := s.names)] == [("Ada Voss",)]
+    assert any("names the knowledge base itself" in w for w in parsed.warnings)
+    # a town that is not the knowledge base's own stays a constraint
+    parsed = parse(engine, "which writers live in Elmbridge?")
+    assert ("Elmbridge",) in [s.names for s in parsed.symbols.values()]
