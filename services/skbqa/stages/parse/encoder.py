@@ -24,6 +24,7 @@ import numpy as np
 from skbqa.query.context import QueryContext
 from skbqa.query.encoder import Encoder
 from skbqa.query.structured import AttributeConstraint, StructuredQuery
+from skbqa.stages.parse.abbreviations import Abbreviations
 from skbqa.stages.parse.assemble import QueryAssembler
 from skbqa.stages.parse.base import Reading
 from skbqa.stages.parse.chains import SHARING_WORDS, is_narrower_noun
@@ -77,6 +78,7 @@ class EncoderParser:
         self._lock = threading.Lock()
         self._constants = ConstantSpotter(stores, lexicon, self._types, fuzzy_min_cosine=fuzzy_min_cosine)
         self._assembler = QueryAssembler(stores, self._types, self._relations)
+        self._abbreviations = Abbreviations(self._schema, self._is_name)
         self._target = TargetTypeReader(
             stores, lexicon, synonyms, self._types, self._constants, guess_target_type=guess_target_type
         )
@@ -103,8 +105,9 @@ class EncoderParser:
 
     def parse(self, query: QueryContext, reading: Reading | None = None) -> StructuredQuery:
         reading = reading or Reading()
-        text = QuestionText.of(query.question, is_name=self._is_name if reading.head_noun else None)
-        warnings: list[str] = []
+        question, expanded = self._abbreviations.expand(query.question)
+        text = QuestionText.of(question, is_name=self._is_name if reading.head_noun else None)
+        warnings = [f"{short!r} read as {word!r}" for short, word in expanded]
         with query.stage("parse.target_type"):
             target_type, type_source = self._target.read(query, text, warnings, reading.head_noun)
         with query.stage("parse.constraints"):

@@ -1,0 +1,92 @@
+"""Abbreviations users type for the schema's own words: "deps" for depends, "pkgs" for packages, "src" for source,
+"pheno" for phenotype. A lower-case word the dictionary does not know, that is no node's name and stands on its own
+(not a part of "libfoo-dev"), is read as the word of a type's or an edge's name it abbreviates: the one that starts
+with its first letter and contains its other letters in order. Of several, the one sharing the longest start, then the shortest
+("pkg": package, not packager); a tie between different words leaves the abbreviation as written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import lru_cache
+
+from skbqa.skb.schema import Schema
+from skbqa.stages.parse.question_text import FUNCTION_WORDS
+from skbqa.stages.parse.type_mentions import noun_lemma, plural
+
+MIN_ABBREVIATION = 3
+MIN_WORD = 4
+_WORD = re.compile(r"[a-z]+")
+_TOKEN = re.compile(r"(?<![\w.:/_-])[a-z]{3,}(?![\w.:/_-])")
+
+
+def schema_words(schema: Schema) -> frozenset[str]:
+    """The words of the schema's type and edge names: what an abbreviation may stand for (a description's words are
+    too many: "dep" would find "decipher" there)."""
+    names = [t.name for t in schema.node_types] + [e.name for e in schema.edge_types]
+    return frozenset(
+        w
+        for name in names
+        for w in _WORD.findall(name.replace("_", " ").lower())
+        if len(w) >= MIN_WORD and w not in FUNCTION_WORDS
+    )
+
+
+def _in_order(short: str, word: str) -> bool:
+    letters = iter(word[1:])
+    return short[0] == word[0] and all(c in letters for c in short[1:])
+
+
+def _shared_start(a: str, b: str) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+class Abbreviations:
+    def __init__(self, schema: Schema, is_name: Callable[[str], bool]) -> None:
+        self._words = schema_words(schema)
+        self._is_name = is_name
+
+    def expand(self, question: str) -> tuple[str, list[tuple[str, str]]]:
+        """The question with its abbreviations written out, and which were (abbreviation, word)."""
+        done: list[tuple[str, str]] = []
+
+        def replace(match: re.Match[str]) -> str:
+            token = match.group()
+            word = self.word_for(token)
+            if word is None:
+                return token
+            done.append((token, word))
+            return word
+
+        expanded = _TOKEN.sub(replace, question)
+        return expanded, done
+
+    def word_for(self, token: str) -> str | None:
+        if token in FUNCTION_WORDS or token in self._words or not _unknown(token) or self._is_name(token):
+            return None
+        stem, suffix = (token[:-1], "s") if token.endswith("s") and len(token) > MIN_ABBREVIATION else (token, "")
+        if stem in self._words:
+            return None  # a plural of the schema's own word ("apps" where the schema says "app")
+        candidates = [w for w in self._words if len(w) > len(stem) and _in_order(stem, w)]
+        if not candidates:
+            return None
+        best = max(_shared_start(stem, w) for w in candidates)
+        closest = [w for w in candidates if _shared_start(stem, w) == best]
+        shortest = min(len(w) for w in closest)
+        chosen = {w for w in closest if len(w) == shortest}
+        if len(chosen) != 1:
+            return None
+        word = chosen.pop()
+        # "procs": processes; "deps": depends (a verb's -s is already there)
+        return plural(word) if suffix and (not word.endswith("s") or noun_lemma(word) == word) else word
+
+
+@lru_cache(maxsize=4096)
+def _unknown(word: str) -> bool:
+    from lemminflect import getAllLemmas
+
+    return len(word) >= MIN_ABBREVIATION and not getAllLemmas(word)
