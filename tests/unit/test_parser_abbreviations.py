@@ -46,7 +46,9 @@ def abbreviations() -> Abbreviations:
         ("procs", "processes"),
     ],
 )
-def test_an_abbreviation_reads_as_the_one_word_it_shortens(abbreviations: Abbreviations, short: str, word: str) -> None:
+def test_an_abbreviation_reads_as_the_one_word_it_shortens(
+    abbreviations: Abbreviations, short: str, word: str
+) -> None:
     assert abbreviations.word_for(short) == word
 
 
