@@ -31,6 +31,7 @@ SCHEMA = {
         {"name": "written_by", "source": "book", "target": "writer", "description": "who wrote the book"},
         {"name": "on_shelf", "source": "book", "target": "shelf", "description": "where the book is kept"},
         {"name": "lives_in", "source": "writer", "target": "town", "description": "the writer's home town"},
+        {"name": "cites", "source": "book", "target": "book", "description": "the book quotes the other"},
     ],
 }
 NODES = [
@@ -50,6 +51,8 @@ EDGES = [
     {"src": 1, "type": "on_shelf", "dst": 6},
     {"src": 4, "type": "lives_in", "dst": 7},
     {"src": 5, "type": "lives_in", "dst": 8},
+    {"src": 1, "type": "cites", "dst": 2},
+    {"src": 3, "type": "cites", "dst": 1},
 ]
 
 
@@ -99,3 +102,17 @@ def test_the_knowledge_bases_own_place_is_no_constraint(engine: EmbeddedEngine) 
     # a town that is not the knowledge base's own stays a constraint
     parsed = parse(engine, "which writers live in Elmbridge?")
     assert ("Elmbridge",) in [s.names for s in parsed.symbols.values()]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "books that are cited by the book Salt Roads",  # the type word does not hide the passive's "by"
+        "books that the book Salt Roads cites",  # nor is it a node on the way
+        "Salt Roads: which books are cited by it?",  # the pronoun stands for the name
+    ],
+)
+def test_the_named_book_cites_the_answer(engine: EmbeddedEngine, question: str) -> None:
+    parsed = parse(engine, question)
+    assert {(t.head, t.edge, t.tail) for t in parsed.triplets} == {("c1", "cites", "y")}
+    assert engine.ask(question, strategy="af").items[0].node_id == 2

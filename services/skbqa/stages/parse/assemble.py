@@ -9,7 +9,7 @@ decided by the clause's grammar and by which of the constant's edges exist.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -88,14 +88,29 @@ class QueryAssembler:
         node_types = self._stores.nodes.types
         plans: list[_Plan] = []
         wanted: set[str] = set()
-        for constant in constants:
-            hinted = _hint_before(hints, constant.start, text)
+        pronoun = _referring_pronoun(text)
+        for named in constants:
+            hinted = _hint_before(hints, named.start, text)
+            constant = named
+            if (
+                pronoun is not None
+                and named.end <= pronoun
+                and not content_words(sum(self._relating(text, named), []))
+            ):
+                # "The package wily: what programs are depended on by *it*?": the name's relation is stated where a
+                # pronoun stands for it
+                constant = replace(named, start=pronoun, end=pronoun + 1)
+                pronoun = None
             subject = self._constant_is_subject(text, constant)
             left, right = text.clause(constant.start, constant.end)
-            clause = (text.words(left, constant.start), text.words(constant.end, right))
+            clause = self._relating(text, constant)  # without "the package" before "X"
             inner = (
                 sorted(
-                    (m for m in [*hints, *placeholders] if left <= m.start and m.end <= constant.start),
+                    (
+                        m
+                        for m in [*hints, *placeholders]
+                        if left <= m.start and m.end <= constant.start and not _types_the_name(text, m, constant)
+                    ),
                     key=lambda m: m.start,
                 )
                 if chains
@@ -187,6 +202,15 @@ class QueryAssembler:
         left, right = text.clause(constant.start, constant.end)
         return text.words(left, constant.start), text.words(constant.end, right)
 
+    def _relating(self, text: QuestionText, constant: Constant) -> tuple[list[str], list[str]]:
+        """The clause's words that may relate the constant: without a type word that types it ("… depended on by
+        *the package* X"), which is part of the name's phrase."""
+        before_words, after_words = self._clause_words(text, constant)
+        typing = next((m for m in self._types.mentions(text) if _types_the_name(text, m, constant)), None)
+        if typing is not None and constant.start - typing.start <= len(before_words):
+            before_words = before_words[: len(before_words) - (constant.start - typing.start)]
+        return before_words, after_words
+
     def _phrase(self, text: QuestionText, constant: Constant) -> str:
         """The clause's words around the constant, without it: what the question says links it to the answer."""
         before, after = self._clause_words(text, constant)
@@ -196,7 +220,7 @@ class QueryAssembler:
         """English relative clauses: the constant is the subject when a relative pronoun introduces it ("… that X
         is a kind of", "of which X is a subtype") or content words follow it in its clause ("… that have X as a
         part"); otherwise the answer is ("… that cite X", "… that are subtypes of X")."""
-        before_words, after_words = self._clause_words(text, constant)
+        before_words, after_words = self._relating(text, constant)
         before = [w for w in before_words if w not in ("the", "a", "an")]
         # "X is depended on *by* what", "X gets suggested *by* which apps": the answer is the passive's agent, so
         # the source of the edge, and X its object.
@@ -241,6 +265,23 @@ def _longer_or_better(
     if len(found.vias) != len(chained[2].vias):
         return len(found.vias) > len(chained[2].vias)
     return found.score > chained[0]
+
+
+# Pronouns that stand for a node named earlier ("X: what depends on *it*?", "X genes - where do *their* products …")
+REFERRING_PRONOUNS = frozenset({"it", "its", "them", "their", "this", "they"})
+
+
+def _referring_pronoun(text: QuestionText) -> int | None:
+    """Where the question's one free pronoun stands, if it has one."""
+    found = [i for i, t in enumerate(text.tokens) if t.lower in REFERRING_PRONOUNS and text.claimed[i] is None]
+    return found[0] if len(found) == 1 else None
+
+
+def _types_the_name(text: QuestionText, mention: TypeMention, constant: Constant) -> bool:
+    """ "the *package* X": a type word right before a name types it; it is no node on the way."""
+    return mention.end <= constant.start and all(
+        w in ("the", "a", "an") for w in text.words(mention.end, constant.start)
+    )
 
 
 def _hint_before(hints: Sequence[TypeMention], start: int, text: QuestionText) -> str | None:

@@ -104,7 +104,7 @@ class TargetTypeReader:
         if head is not None and head_leads:
             described = self._synonyms.described_as(text, head)
             if len(described) == 1:  # the schema's own word for one type outranks a stem shared with an edge
-                return self._take_synonym(text, head, chosen, next(iter(described)), warnings)
+                return self._take_synonym(text, head, chosen, next(iter(described)), warnings, spans)
             # A head noun that names an edge ("in what *locations* …", "which *maintainers* …") reaches the answer
             # through it: the edge's far end from the named nodes, before any reading of the noun as a synonym.
             by_edge = self._edge_words.target(
@@ -124,7 +124,7 @@ class TargetTypeReader:
                 # "*symptoms* of the disorders …": a thing of a disease is no disease when no edge joins diseases
                 synonym = self._synonyms.type_of(text, head, query.encoder, exclude={synonym})
             if synonym is not None:
-                return self._take_synonym(text, head, chosen, synonym, warnings)
+                return self._take_synonym(text, head, chosen, synonym, warnings, spans)
         if head_noun and (chosen is None or qualifies_another(text, chosen, spans)):
             # No word heads the answer's phrase ("How is X inherited?", "Where … are the products of genes …
             # located?"): the question's verb or noun may name the edge that reaches the answer.
@@ -191,10 +191,17 @@ class TargetTypeReader:
 
     @staticmethod
     def _take_synonym(
-        text: QuestionText, head: HeadNoun, chosen: TypeMention | None, synonym: str, warnings: list[str]
+        text: QuestionText,
+        head: HeadNoun,
+        chosen: TypeMention | None,
+        synonym: str,
+        warnings: list[str],
+        spans: list[tuple[int, int]],
     ) -> tuple[str, str]:
         text.claim(head.start, head.end, "target")
-        if chosen is not None and chosen.type_name == synonym:  # "architecture-independent … packages"
+        # "architecture-independent … packages": the type word restates the answer; but "… depended on by *the
+        # package* X" types the name after it, and its clause must stay whole
+        if chosen is not None and chosen.type_name == synonym and not any(s == chosen.end for s, _ in spans):
             text.claim(chosen.start, chosen.end, "target")
         warnings.append(f"target type {synonym!r} read from {text.span_text(head.start, head.end)!r}")
         return synonym, "synonym"

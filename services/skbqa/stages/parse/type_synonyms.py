@@ -42,7 +42,9 @@ COPULAS = frozenset({"is", "are", "was", "were"})  # "what *are the* tools …":
 OPENING_AUXILIARIES = COPULAS | {"do", "does", "did", "there", "have", "has"}
 OPENING_WORDS = 4  # "Can you show …", "I'm looking for …": where a request word opens the question
 # Words between a question word and its noun ("which *of those* sources", "list *all the* …").
-HEAD_DETERMINERS = frozenset({"the", "a", "an", "all", "any", "some", "me", "of", "for", "those", "these"})
+HEAD_DETERMINERS = frozenset(
+    {"the", "a", "an", "all", "any", "some", "me", "of", "for", "those", "these", "out", "among"}
+)  # "*Out of the* packages depended on by X, which …"
 ELLIPTIC_WORDS = 5  # "…: *modes of inheritance*?", "…? *genes please*": a last part this short may be the request
 
 
