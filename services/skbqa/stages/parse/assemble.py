@@ -95,7 +95,7 @@ class QueryAssembler:
             if (
                 pronoun is not None
                 and named.end <= pronoun
-                and not content_words(sum(self._relating(text, named), []))
+                and not content_words([w for words in self._relating(text, named) for w in words])
             ):
                 # "The package wily: what programs are depended on by *it*?": the name's relation is stated where a
                 # pronoun stands for it
