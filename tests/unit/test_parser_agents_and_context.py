@@ -35,9 +35,27 @@ SCHEMA = {
     ],
 }
 NODES = [
-    {"id": 1, "type": "book", "name": "Salt Roads", "text": "a novel of the coast"},
-    {"id": 2, "type": "book", "name": "Iron Bells", "text": "a history of the foundry"},
-    {"id": 3, "type": "book", "name": "Quiet Orchards", "text": "poems about apples"},
+    {
+        "id": 1,
+        "type": "book",
+        "name": "Salt Roads",
+        "text": "a novel",
+        "attrs": {"homepage": "https://www.tide.org/s"},
+    },
+    {
+        "id": 2,
+        "type": "book",
+        "name": "Iron Bells",
+        "text": "a history",
+        "attrs": {"homepage": "http://forge.net/i"},
+    },
+    {
+        "id": 3,
+        "type": "book",
+        "name": "Quiet Orchards",
+        "text": "poems",
+        "attrs": {"homepage": "https://tide.org"},
+    },
     {"id": 4, "type": "writer", "name": "Ada Voss", "text": "a novelist"},
     {"id": 5, "type": "writer", "name": "Tom Reed", "text": "a historian"},
     {"id": 6, "type": "shelf", "name": "Shelf A", "text": "fiction"},
@@ -116,3 +134,13 @@ def test_the_named_book_cites_the_answer(engine: EmbeddedEngine, question: str) 
     parsed = parse(engine, question)
     assert {(t.head, t.edge, t.tail) for t in parsed.triplets} == {("c1", "cites", "y")}
     assert engine.ask(question, strategy="af").items[0].node_id == 2
+
+
+def test_a_site_names_the_addresses_on_it(engine: EmbeddedEngine) -> None:
+    question = "books by Ada Voss with a homepage on tide.org"
+    parsed = parse(engine, question)
+    assert [(c.attribute, c.op) for c in parsed.constraints] == [("homepage", "=~")]
+    assert "homepage" not in " ".join(parsed.text_constraints)
+    assert {item.node_id for item in engine.ask(question, strategy="af").items[:2]} == {1, 3}
+    # a site no address is on constrains nothing
+    assert not parse(engine, "books by Ada Voss on example.com").constraints

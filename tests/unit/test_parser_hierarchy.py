@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from skbqa.engine.embedded import EmbeddedEngine
-from skbqa.stages.parse.chains import narrower_tail
+from skbqa.stages.parse.chain_words import narrower_tail
 from tests.helpers import engine_over
 from tests.unit.test_encoder_parser import constants, edges, parse
 

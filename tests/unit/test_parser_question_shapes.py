@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from skbqa.engine.embedded import EmbeddedEngine
-from skbqa.stages.parse.chains import names_narrower, narrower_tail
+from skbqa.stages.parse.attribute_mentions import count_labels, unit_label
+from skbqa.stages.parse.chain_words import names_narrower, narrower_tail
 from tests.helpers import engine_over
 from tests.unit.test_encoder_parser import parse
 from tests.unit.test_parser_head_nouns import EDGES, NODES, SCHEMA
@@ -76,3 +77,24 @@ def test_a_child_term_of_names_a_narrower_node(words: list[str], tail: int) -> N
 def test_a_term_noun_needs_a_narrower_noun_before_it() -> None:
     assert names_narrower(["child", "terms"], 1)
     assert not names_narrower(["broad", "terms"], 1)
+
+
+def test_a_count_is_named_by_what_it_counts_before_a_type_word() -> None:
+    forms = count_labels(("binary", "count"), ("packages", "maintainers"))
+    assert ("number", "of", "binary", "packages") in forms
+    assert ("binary", "maintainers") in forms
+    assert ("binaries",) in forms
+
+
+@pytest.mark.parametrize(
+    ("label", "description", "unit"),
+    [
+        (("installed", "size"), "attributes give its version, installed size in KiB, priority", ("kib",)),
+        (("length",), "a track; its length in seconds", ("seconds",)),
+        (("installed", "size"), "attributes give its installed size and version", None),
+    ],
+)
+def test_a_unit_the_description_gives_names_the_attribute(
+    label: tuple[str, ...], description: str, unit: tuple[str, ...] | None
+) -> None:
+    assert unit_label(label, description) == unit

@@ -16,7 +16,8 @@ import numpy as np
 from skbqa.query.context import QueryContext
 from skbqa.query.encoder import Encoder
 from skbqa.query.structured import AttributeConstraint, StructuredQuery, Symbol
-from skbqa.stages.parse.chains import INVERSE_WORDS, ChainReader, chain_phrases, content_words
+from skbqa.stages.parse.chain_words import INVERSE_WORDS, chain_phrases, content_words
+from skbqa.stages.parse.chains import ChainReader
 from skbqa.stages.parse.constants import Constant
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
 from skbqa.stages.parse.relations import RelationChooser, RelationOption

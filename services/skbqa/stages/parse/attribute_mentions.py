@@ -18,6 +18,7 @@ from skbqa.query.structured import AttributeConstraint, Operator
 from skbqa.stages.parse.code_values import CodeValueSpotter
 from skbqa.stages.parse.question_text import QuestionText, is_discourse_word
 from skbqa.stages.parse.type_mentions import plural
+from skbqa.stages.parse.url_hosts import UrlHostSpotter
 from skbqa.stores.attributes.catalog import AttributeCatalog
 from skbqa.stores.attributes.values import humanise, loose
 
@@ -64,9 +65,10 @@ COMPARISONS: tuple[tuple[tuple[str, ...], Operator], ...] = tuple(
 COUNT_WORDS = frozenset({"count", "counts", "number", "num", "total", "n"})
 
 
-def count_labels(label: tuple[str, ...]) -> list[tuple[str, ...]]:
+def count_labels(label: tuple[str, ...], nouns: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     """How a question names a count attribute by what it counts: `binary_count` / `num_binaries` / `n_binary` →
-    "binaries" ("building fewer than 6 *binaries*") and "number of binaries"."""
+    "binaries" ("building fewer than 6 *binaries*") and "number of binaries"; with `nouns` (the plurals of the
+    schema's type words), also as a modifier of one: "number of *binary packages*"."""
     if len(label) < 2:
         return []
     if label[-1] in COUNT_WORDS:
@@ -78,12 +80,22 @@ def count_labels(label: tuple[str, ...]) -> list[tuple[str, ...]]:
     if not counted:
         return []
     many = (*counted[:-1], counted[-1] if counted[-1].endswith("s") else plural(counted[-1]))
-    return [many, ("number", "of", *many)]
+    modified = [(*counted, noun) for noun in nouns if noun not in counted and noun not in many]
+    return [form for phrase in [many, *modified] for form in (phrase, ("number", "of", *phrase))]
 
 
-def _range_labels(key: str) -> list[tuple[str, ...]]:
+def unit_label(label: tuple[str, ...], description: str) -> tuple[str, ...] | None:
+    """The unit a type's description gives an attribute in ("… installed size *in KiB* …"): a number with it names
+    the attribute ("less than 2000 *kib*")."""
+    match = re.search(rf"(?<!\w){re.escape(' '.join(label))}\s+in\s+([a-z]+)(?!\w)", description.lower())
+    return (match.group(1),) if match else None
+
+
+def _range_labels(key: str, description: str, nouns: tuple[str, ...]) -> list[tuple[str, ...]]:
     label = tuple(humanise(key).split())
-    return [label, *count_labels(label)]
+    unit = unit_label(label, description)
+    labels = [label, *count_labels(label, nouns), *([unit] if unit else [])]
+    return sorted(labels, key=len, reverse=True)  # "number of binary packages" before "binary packages"
 
 
 @dataclass(frozen=True)
@@ -109,6 +121,7 @@ class AttributeSpotter:
         self._ranges: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
         self._year_key: dict[str, str | None] = {}  # the one year-valued (or date) attribute of a type, if unique
         self._codes = CodeValueSpotter(catalog, symbol)
+        self._hosts = UrlHostSpotter(catalog, symbol)
 
     def prepare(self, node_type: str) -> None:
         """Build a type's vocabularies now (a few hundred ms for large list-valued columns) instead of on the
@@ -127,11 +140,16 @@ class AttributeSpotter:
             )
             for m in self._catalog.value_mentions(node_type)
         ]
+        schema = self._catalog.nodes.schema
+        description = (
+            schema.node_types[schema.node_code(node_type)].description if schema.has_node_type(node_type) else ""
+        )
+        nouns = tuple(plural(t.name.replace("_", " ").split()[-1]) for t in schema.node_types)
         self._ranges[node_type] = [
             (c.key, label)
             for c in self._catalog.columns(node_type)
             if c.kind in ("numeric", "date")
-            for label in _range_labels(c.key)
+            for label in _range_labels(c.key, description, nouns)
         ]
         years = [
             c.key
@@ -140,14 +158,18 @@ class AttributeSpotter:
         ]
         self._year_key[node_type] = years[0] if len(years) == 1 else None
         self._codes.columns(node_type)
+        self._hosts.columns(node_type)
 
     def __call__(self, text: QuestionText, node_type: str, *, bare: bool = True) -> list[AttributeConstraint]:
         """`bare`: whether a value written without its attribute's name counts ("written in *English*")."""
         self._prepare(node_type)
         found: list[_Found] = []
-        for code in self._codes(text, node_type):  # before the vocabularies: "EC 2.7.10" is no stored "2.7.-.-"
-            found.append(_Found(code.constraint, code.start, code.end))
-            text.claim(code.start, code.end, "attribute")
+        # before the vocabularies: "EC 2.7.10" is no stored "2.7.-.-", "metacpan.org" no stored address
+        spans = [(m.constraint, m.start, m.end) for m in self._codes(text, node_type)]
+        spans += [(m.constraint, m.start, m.end) for m in self._hosts(text, node_type)]
+        for constraint, start, end in spans:
+            found.append(_Found(constraint, start, end))
+            text.claim(start, end, "attribute")
         for vocabulary in self._vocabularies[node_type]:
             hit = self._labelled_value(text, vocabulary.label, vocabulary.values, vocabulary.key)
             if hit is None and vocabulary.bare and bare:

@@ -23,7 +23,15 @@ import numpy as np
 
 from skbqa.query.encoder import Encoder
 from skbqa.skb.schema import EdgeType, Schema
-from skbqa.stages.parse.question_text import FUNCTION_WORDS
+from skbqa.stages.parse.chain_words import (
+    INDEFINITE,
+    RELATING_PREPOSITIONS,
+    content_words,
+    far_is_subject,
+    names_narrower,
+    narrower_tail,
+    shares_the_node,
+)
 from skbqa.stages.parse.relations import Hop, RelationOption, edge_text, stems
 from skbqa.stages.parse.type_mentions import TypeMention, noun_lemma
 from skbqa.stores.graph.base import Direction, GraphStore
@@ -35,29 +43,6 @@ HIERARCHY_MARGIN = (
 )
 AMBIGUITY_MARGIN = 0.05  # two edges of a hop this close both stay possible
 MIN_HIERARCHY_COSINE = 0.2
-# The broader or containing end of a relation, in English: "parents of X", "processes containing X".
-INVERSE_WORDS = frozenset(
-    {"parent", "parents", "superclass", "superclasses", "supertype", "supertypes", "ancestor", "ancestors",
-     "broader", "containing", "contains", "contain", "include", "includes", "including", "comprising",
-     "comprises", "encompassing", "encompasses", "whole", "wholes"}
-)  # fmt: skip
-CONTENT_MIN_CHARS = 3
-# Words that introduce an unnamed node ("a part of", "some subtype of", "something that is part of", "the direct
-# subtypes of").
-INDEFINITE = frozenset(
-    {"a", "an", "some", "any", "one", "certain", "particular", "the", "something", "anything", "those", "its"}
-)
-# Nouns that, followed by "of", name a narrower node of the same kind as what follows ("a *subtype* of X", "some
-# *part* of X", "a more specific *kind* of X"): English, the hop a hierarchy edge states whatever it is called.
-NARROWER_NOUNS = frozenset(
-    {"kind", "type", "sort", "form", "variety", "subtype", "subclass", "subcategory", "category", "specialization",
-     "specialisation", "descendant", "child", "part", "component", "subpart", "piece", "portion", "subset",
-     "member", "instance", "variant", "version"}
-)  # fmt: skip
-NARROWER_TAIL_WORDS = 5  # "a more specific kind of", "some direct subtype of": the phrase is this short
-# What an ontology's users call its nodes, after a narrower noun ("a child *term* of X", "subclass *nodes* of Y"):
-# the phrase still names a narrower node.
-TERM_NOUNS = frozenset({"term", "class", "concept", "node", "entry", "category", "item", "code"})
 
 
 @dataclass(frozen=True)
@@ -66,46 +51,6 @@ class Part:
 
     words: tuple[str, ...]
     far_is_subject: bool
-
-
-def far_is_subject(words: Sequence[str]) -> bool:
-    """Reading "NEAR <words> FAR": FAR is the source when the words end in a passive agent ("regulated by") or name
-    the broader end ("parents of", "containing"); otherwise NEAR is ("subtypes of", "part of", "regulates")."""
-    content = [w for w in words if w not in ("the", "a", "an")]
-    if content and content[-1] == "by":
-        return True
-    return any(w in INVERSE_WORDS for w in words)
-
-
-def content_words(words: Sequence[str]) -> list[str]:
-    return [w for w in words if w not in FUNCTION_WORDS and len(w) >= CONTENT_MIN_CHARS and not w.isdigit()]
-
-
-def is_narrower_noun(word: str) -> bool:
-    lemma = noun_lemma(word) or word
-    return lemma in NARROWER_NOUNS or (word.startswith("sub") and noun_lemma(word[3:]) is not None)
-
-
-def names_narrower(words: Sequence[str], index: int) -> bool:
-    """Whether the noun at `index` names a narrower node: a narrower noun ("*subtypes*"), or a term noun right
-    after one ("child *terms*")."""
-    if is_narrower_noun(words[index]):
-        return True
-    lemma = noun_lemma(words[index]) or words[index]
-    return lemma in TERM_NOUNS and index > 0 and is_narrower_noun(words[index - 1])
-
-
-def narrower_tail(words: Sequence[str]) -> int:
-    """How many of the last words, ending in "of", introduce an unnamed narrower node: "… has *a subtype of*",
-    "… with *some more specific kind of*", "… see *an immediate child term of*" (0 when they do not)."""
-    if len(words) < 2 or words[-1] != "of" or not names_narrower(words, len(words) - 2):
-        return 0
-    start = len(words) - 2
-    while start > 0 and len(words) - start < NARROWER_TAIL_WORDS and words[start - 1] not in INDEFINITE:
-        start -= 1
-    if start > 0 and words[start - 1] in INDEFINITE:
-        return len(words) - start + 1
-    return 0
 
 
 class ChainReader:
@@ -184,7 +129,7 @@ class ChainReader:
         if gap:
             parts_words[0] = parts_words[0] + after
             parts_words[-1] = before[cuts[-1] :]
-        shared = len(mentions) == 1 and _shares_the_node(parts_words[0], parts_words[-1])
+        shared = len(mentions) == 1 and shares_the_node(parts_words[0], parts_words[-1])
         if shared:
             # "genes that *share* a disease *with* X", "diseases with a phenotype *in common with* X": one relation
             # on both sides of the shared node, named by the words of either side
@@ -351,41 +296,6 @@ class ChainReader:
                 found.append((LEXICAL_WEIGHT * lexical + COSINE_WEIGHT * cosine, hop))
         found.sort(key=lambda item: -item[0])
         return found
-
-
-# Prepositions that relate a type word to what follows ("tracks *on* Blue Hours", "genes *in* X"), unlike "like"
-# or "such as", which only introduce examples.
-RELATING_PREPOSITIONS = frozenset({"on", "in", "from", "by", "at", "with", "of", "to", "for", "within", "into"})
-# English for two nodes related alike to a third: "genes that *share* a disease with X", "a phenotype *in common*
-# with X".
-SHARING_WORDS = frozenset({"share", "shares", "shared", "sharing", "common"})
-
-
-def _shares_the_node(first: Sequence[str], last: Sequence[str]) -> bool:
-    """Whether the words around a shared node say it is shared: a sharing word on either side, and nothing on the
-    constant's side but that and function words ("… share a disease *with* X", "… a phenotype *in common with* X")."""
-    return bool(SHARING_WORDS & {*first, *last}) and set(content_words(last)) <= SHARING_WORDS
-
-
-def chain_phrases(before: list[str], after: list[str], mentions: Sequence[tuple[int, int]]) -> list[str]:
-    """Every phrase the readings above may score for one constant (clause words before and after it; type words
-    at these offsets of `before`), to embed in one call."""
-    wanted = {" ".join(before)}
-    for cut in range(1, len(before)):
-        if before[cut] in INDEFINITE:  # the only cuts `hierarchy` reads
-            wanted.add(" ".join(before[:cut]))
-            wanted.add(" ".join(before[cut:]))
-    tail = narrower_tail(before)
-    for start, end in mentions:
-        wanted.add(" ".join(before[:start]))
-        wanted.add(" ".join(before[end:] + after))
-        wanted.add(" ".join(before[:start] + after))  # a relative clause ending in its verb (`via_mentions`)
-        wanted.add(" ".join(before[:start] + before[end:] + after))  # a shared node's two sides (`via_mentions`)
-        wanted.add(" ".join(before[end:]))
-        if tail and end <= len(before) - tail:  # the last hop's words without "a subtype of" (`via_mentions`)
-            wanted.add(" ".join(before[end : len(before) - tail] + after))
-        wanted.update(" ".join(before[end:next_start]) for next_start, _ in mentions if next_start >= end)
-    return sorted(w for w in wanted if content_words(w.split()))
 
 
 def _close(ranked: list[tuple[float, Hop]]) -> bool:

@@ -27,7 +27,7 @@ from skbqa.query.structured import AttributeConstraint, StructuredQuery
 from skbqa.stages.parse.abbreviations import Abbreviations
 from skbqa.stages.parse.assemble import QueryAssembler
 from skbqa.stages.parse.base import Reading
-from skbqa.stages.parse.chains import SHARING_WORDS, is_narrower_noun
+from skbqa.stages.parse.chain_words import SHARING_WORDS, is_narrower_noun
 from skbqa.stages.parse.constants import FUZZY_MIN_COSINE, Constant, ConstantSpotter
 from skbqa.stages.parse.cues import TextCue, claim_text_cues
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word

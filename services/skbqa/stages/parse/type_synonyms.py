@@ -17,7 +17,7 @@ import numpy as np
 
 from skbqa.query.encoder import Encoder
 from skbqa.skb.schema import Schema
-from skbqa.stages.parse.chains import names_narrower
+from skbqa.stages.parse.chain_words import names_narrower
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.type_descriptions import (
     GENERIC_NOUNS,
