@@ -18,7 +18,8 @@ SCHEMA = {
     "node_types": [
         {
             "name": "book",
-            "description": "A printed volume (also called a title or tome) that a library lends; shelved copies.",
+            "description": "A printed volume (also called a title or tome) that a library lends, as listed in the"
+            " NLC catalogue.",
         },
         {
             "name": "writer",
@@ -59,6 +60,7 @@ NODES = [
     {"id": 4, "type": "writer", "name": "Ada Voss", "text": "a novelist"},
     {"id": 5, "type": "writer", "name": "Tom Reed", "text": "a historian"},
     {"id": 6, "type": "shelf", "name": "Shelf A", "text": "fiction"},
+    {"id": 9, "type": "shelf", "name": "NLC", "text": "the reference shelf"},
     {"id": 7, "type": "town", "name": "Northshire", "text": "the capital"},
     {"id": 8, "type": "town", "name": "Elmbridge", "text": "a village"},
 ]
@@ -144,3 +146,13 @@ def test_a_site_names_the_addresses_on_it(engine: EmbeddedEngine) -> None:
     assert {item.node_id for item in engine.ask(question, strategy="af").items[:2]} == {1, 3}
     # a site no address is on constrains nothing
     assert not parse(engine, "books by Ada Voss on example.com").constraints
+
+
+def test_a_source_the_descriptions_cite_is_no_constraint(engine: EmbeddedEngine) -> None:
+    for question in ("which books did Ada Voss write in NLC?", "What NLC books did Ada Voss write?"):
+        parsed = parse(engine, question)
+        assert [names for s in parsed.symbols.values() if (names := s.names)] == [("Ada Voss",)], question
+    # a shelf the descriptions do not cite stays a constraint in the same place
+    assert ("Shelf A",) in [
+        s.names for s in parse(engine, "which books did Ada Voss write in Shelf A?").symbols.values()
+    ]

@@ -85,3 +85,20 @@ def test_a_passive_edge_to_the_answer_before_a_narrower_node_keeps_its_direction
     parsed = parse(engine, question)
     assert ("m1", "replaces", "y") in edges(parsed)
     assert engine.ask(question, strategy="af").items[0].node_id == 5
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["grandchildren of cheese", "ingredients two levels below cheese", "subtypes of subtypes of cheese"],
+)
+def test_two_levels_at_once_walk_the_hierarchy_twice(engine: EmbeddedEngine, question: str) -> None:
+    parsed = parse(engine, question)
+    hops = [(t.edge, t.min_hops, t.max_hops) for t in parsed.triplets]
+    assert hops == [("is_a", 2, 2)]
+    # buffalo mozzarella is a mozzarella, which is a cheese; mozzarella itself is one level down
+    assert engine.ask(question, strategy="af").items[0].node_id == 4
+
+
+def test_a_subtype_of_a_subtype_is_two_hops_not_four(engine: EmbeddedEngine) -> None:
+    parsed = parse(engine, "ingredients that are a subtype of a subtype of cheese (grandchildren)")
+    assert sum(t.max_hops for t in parsed.triplets if t.edge in ("is_a", None)) == 2

@@ -12,7 +12,8 @@ from skbqa.stages.parse.type_mentions import noun_lemma
 
 # The broader or containing end of a relation, in English: "parents of X", "processes containing X".
 INVERSE_WORDS = frozenset(
-    {"parent", "parents", "superclass", "superclasses", "supertype", "supertypes", "ancestor", "ancestors",
+    {"parent", "parents", "grandparent", "grandparents", "superclass", "superclasses", "supertype", "supertypes",
+     "ancestor", "ancestors",
      "broader", "containing", "contains", "contain", "include", "includes", "including", "comprising",
      "comprises", "encompassing", "encompasses", "whole", "wholes"}
 )  # fmt: skip
@@ -27,7 +28,7 @@ INDEFINITE = frozenset(
 NARROWER_NOUNS = frozenset(
     {"kind", "type", "sort", "form", "variety", "subtype", "subclass", "subcategory", "category", "specialization",
      "specialisation", "descendant", "child", "part", "component", "subpart", "piece", "portion", "subset",
-     "member", "instance", "variant", "version"}
+     "member", "instance", "variant", "version", "grandchild"}
 )  # fmt: skip
 NARROWER_TAIL_WORDS = 5  # "a more specific kind of", "some direct subtype of": the phrase is this short
 # What an ontology's users call its nodes, after a narrower noun ("a child *term* of X", "subclass *nodes* of Y"):
@@ -108,3 +109,22 @@ def chain_phrases(before: list[str], after: list[str], mentions: Sequence[tuple[
             wanted.add(" ".join(before[end : len(before) - tail] + after))
         wanted.update(" ".join(before[end:next_start]) for next_start, _ in mentions if next_start >= end)
     return sorted(w for w in wanted if content_words(w.split()))
+
+
+# Two levels of a hierarchy at once: "*grandchildren* of X", "terms *two levels below* X", "*children of children*
+# of X"; English, whatever the hierarchy's edge is called.
+TWO_LEVEL_WORDS = frozenset({"grandchild", "grandchildren", "grandparent", "grandparents"})
+LEVEL_COUNTS = {"two": 2, "2": 2, "second": 2}
+
+
+def hierarchy_depth(words: Sequence[str]) -> int:
+    """How many levels of a hierarchy the question asks to go at once (1 unless it says otherwise)."""
+    if TWO_LEVEL_WORDS & set(words):
+        return 2
+    for i in range(len(words) - 2):  # "children of children of X"
+        if words[i + 1] == "of" and words[i] == words[i + 2] and is_narrower_noun(words[i]):
+            return 2
+    for i in range(len(words) - 1):
+        if words[i] in LEVEL_COUNTS and words[i + 1] in ("levels", "level", "steps", "generations"):
+            return LEVEL_COUNTS[words[i]]
+    return 1

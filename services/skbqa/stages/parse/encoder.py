@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from skbqa.query.structured import AttributeConstraint, StructuredQuery
 from skbqa.stages.parse.abbreviations import Abbreviations
 from skbqa.stages.parse.assemble import QueryAssembler
 from skbqa.stages.parse.base import Reading
-from skbqa.stages.parse.chain_words import SHARING_WORDS, is_narrower_noun
+from skbqa.stages.parse.chain_words import SHARING_WORDS, TWO_LEVEL_WORDS, hierarchy_depth, is_narrower_noun
 from skbqa.stages.parse.constants import FUZZY_MIN_COSINE, Constant, ConstantSpotter
 from skbqa.stages.parse.cues import TextCue, claim_text_cues
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
@@ -79,6 +80,14 @@ class EncoderParser:
         self._constants = ConstantSpotter(stores, lexicon, self._types, fuzzy_min_cosine=fuzzy_min_cosine)
         self._assembler = QueryAssembler(stores, self._types, self._relations)
         self._abbreviations = Abbreviations(self._schema, self._is_name)
+        # the knowledge base's own words: its name and description, and the sources its types cite by acronym
+        self._own_words = set(re.findall(r"[a-z0-9]+", f"{self._schema.name} {self._schema.description}".lower()))
+        self._sources = {
+            acronym.lower()
+            for t in self._schema.node_types
+            for acronym in re.findall(r"(?<![\w-])[A-Z]{2,}(?![\w-])", t.description)
+        }
+        self._own_words |= self._sources
         self._target = TargetTypeReader(
             stores, lexicon, synonyms, self._types, self._constants, guess_target_type=guess_target_type
         )
@@ -126,9 +135,9 @@ class EncoderParser:
                 self._spot_attributes(text, target_type, True) if self._spot_attributes and target_type else []
             )
         with query.stage("parse.constants"):
+            self._claim_knowledge_base_context(text, warnings)
             constants = self._constants.exact(text, typos=reading.typos)
             constants += self._constants.fuzzy(text, query)
-        constants = self._drop_knowledge_base_context(text, constants, warnings)
         if type_source in ("word", "synonym") and target_type is not None:
             constants = self._drop_answer_qualifiers(text, constants, target_type, warnings)
         if type_source in ("guess", "none") and reading.head_noun:
@@ -148,6 +157,7 @@ class EncoderParser:
         ]
         if _reads_hierarchy(parsed):  # "a subtype of", "part of some": stated by the chain, not text to match
             leftover = [w for w in leftover if not is_narrower_noun(w.lower())]
+            leftover = self._two_levels(text, parsed, leftover, warnings)
         if any(s.type is not None and not s.is_constant and n != parsed.target for n, s in parsed.symbols.items()):
             leftover = [w for w in leftover if w.lower() not in SHARING_WORDS]  # "share a disease with": a chain
         if leftover:
@@ -219,22 +229,45 @@ class EncoderParser:
             kept.append(constant)
         return kept
 
-    def _drop_knowledge_base_context(
-        self, text: QuestionText, constants: list[Constant], warnings: list[str]
-    ) -> list[Constant]:
-        """ "… the nginx package *in Debian*?": a place named by the knowledge base's own name or description is
-        where every answer is, not a node the answer is related to (it stays out of the parse)."""
-        own = set(re.findall(r"[a-z0-9]+", f"{self._schema.name} {self._schema.description}".lower()))
-        kept: list[Constant] = []
-        for constant in constants:
-            words = text.words(constant.start, constant.end)
-            before = text.words(max(0, constant.start - 1), constant.start)
-            if before and before[0] in KB_CONTEXT_PREPOSITIONS and len(words) == 1 and words[0] in own:
-                text.claim(constant.start - 1, constant.end, "context")
-                warnings.append(f"{constant.surface!r} names the knowledge base itself; not a constraint")
+    def _claim_knowledge_base_context(self, text: QuestionText, warnings: list[str]) -> None:
+        """ "… the nginx package *in Debian*?", "… subtypes of tachycardia *in HPO*": a place named by the knowledge
+        base's own name or description, or a source its type descriptions cite by acronym, is where every answer
+        is, not a node the answer is related to; claimed before names are looked up, so it never becomes one."""
+        for i in range(1, len(text)):
+            word = text.tokens[i].lower
+            if word not in self._own_words or not text.free(i - 1, i + 1):
                 continue
-            kept.append(constant)
-        return kept
+            closing = i + 1 == len(text) or text.boundary_before(i + 1) or text.is_boundary_word(i + 1)
+            if text.tokens[i - 1].lower in KB_CONTEXT_PREPOSITIONS and closing:
+                text.claim(i - 1, i + 1, "context")
+            elif (  # "What *HPO* terms …": the source qualifies the answer's noun
+                word in self._sources
+                and text.tokens[i - 1].lower in QUESTION_WORDS | ARTICLES
+                and i + 1 < len(text)
+                and noun_lemma(text.tokens[i + 1].lower) not in (None, text.tokens[i + 1].lower)
+            ):
+                text.claim(i, i + 1, "context")
+            else:
+                continue
+            warnings.append(f"{text.tokens[i].text!r} names the knowledge base itself; not a constraint")
+
+    def _two_levels(
+        self, text: QuestionText, parsed: StructuredQuery, leftover: list[str], warnings: list[str]
+    ) -> list[str]:
+        """ "Grandchild terms of X", "terms two levels below X": the one hierarchy hop next to a constant spans two
+        levels (the grounding walks exactly two edges of it). The depth words are then explained, not text."""
+        depth = hierarchy_depth(text.words(0, len(text)))
+        if depth == 1:
+            return leftover
+        hops = [
+            i for i, t in enumerate(parsed.triplets) if parsed.symbols[t.head].type == parsed.symbols[t.tail].type
+        ]
+        # one hop only: "a subtype of a subtype of X" has its two levels as two hops already
+        if len(hops) != 1 or parsed.triplets[hops[0]].edge is None:
+            return leftover
+        parsed.triplets[hops[0]] = replace(parsed.triplets[hops[0]], min_hops=depth, max_hops=depth)
+        warnings.append(f"the hierarchy hop spans {depth} levels")
+        return [w for w in leftover if w.lower() not in TWO_LEVEL_WORDS | {"levels", "level", "two", "below"}]
 
     def _kind_of_constant(self, text: QuestionText, constants: list[Constant]) -> str | None:
         """ "What kinds of X …", "which forms of X …": the answer is of X's type (its narrower nodes)."""
