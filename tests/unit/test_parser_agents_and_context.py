@@ -61,6 +61,8 @@ NODES = [
     {"id": 5, "type": "writer", "name": "Tom Reed", "text": "a historian"},
     {"id": 6, "type": "shelf", "name": "Shelf A", "text": "fiction"},
     {"id": 9, "type": "shelf", "name": "NLC", "text": "the reference shelf"},
+    {"id": 10, "type": "shelf", "name": "Quiet Orchards", "text": "the poetry shelf"},
+    {"id": 11, "type": "town", "name": "tome", "text": "a hamlet"},
     {"id": 7, "type": "town", "name": "Northshire", "text": "the capital"},
     {"id": 8, "type": "town", "name": "Elmbridge", "text": "a village"},
 ]
@@ -156,3 +158,17 @@ def test_a_source_the_descriptions_cite_is_no_constraint(engine: EmbeddedEngine)
     assert ("Shelf A",) in [
         s.names for s in parse(engine, "which books did Ada Voss write in Shelf A?").symbols.values()
     ]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "who wrote the Quiet Orchards book?",  # a shelf has that name too: the type word after it says which
+        "who wrote the Salt Roads tome?",  # "tome" is the book's description word, though a town is called so
+    ],
+)
+def test_a_type_word_after_a_name_types_it(engine: EmbeddedEngine, question: str) -> None:
+    parsed = parse(engine, question)
+    named = [s.type for s in parsed.symbols.values() if s.names]
+    assert named == ["book"]
+    assert engine.ask(question, strategy="af").items[0].node_id == 4

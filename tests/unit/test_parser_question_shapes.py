@@ -11,6 +11,7 @@ import pytest
 from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.stages.parse.attribute_mentions import count_labels, unit_label
 from skbqa.stages.parse.chain_words import names_narrower, narrower_tail
+from skbqa.stages.parse.type_mentions import noun_forms
 from tests.helpers import engine_over
 from tests.unit.test_encoder_parser import parse
 from tests.unit.test_parser_head_nouns import EDGES, NODES, SCHEMA
@@ -98,3 +99,19 @@ def test_a_unit_the_description_gives_names_the_attribute(
     label: tuple[str, ...], description: str, unit: tuple[str, ...] | None
 ) -> None:
     assert unit_label(label, description) == unit
+
+
+def test_two_words_for_one_type_are_one_noun(engine: EmbeddedEngine) -> None:
+    # "singer" and "band" are both the artist's description words: the "or" does not split the chain's clause
+    question = "Which tracks are performed by a singer or band who also performs Night Train?"
+    assert triplets(question, engine) == {("c1", "performed_by", "m1"), ("y", "performed_by", "m1")}
+    assert engine.ask(question, strategy="af").items[0].node_id == 5
+
+
+def test_a_noun_that_opens_the_question_outranks_a_later_request_word(engine: EmbeddedEngine) -> None:
+    # "any" asks for what follows only when nothing but request words comes before it
+    assert parse(engine, "mixtapes that any track performed by Mara Quist appears on").target_type == "album"
+
+
+def test_people_is_the_plural_of_person() -> None:
+    assert "people" in noun_forms("person")

@@ -91,7 +91,7 @@ class QueryAssembler:
         wanted: set[str] = set()
         pronoun = _referring_pronoun(text)
         for named in constants:
-            hinted = _hint_before(hints, named.start, text)
+            hinted = _hint_before(hints, named.start, text) or self._hint_after(text, named)
             constant = named
             if (
                 pronoun is not None
@@ -110,7 +110,10 @@ class QueryAssembler:
                     (
                         m
                         for m in [*hints, *placeholders]
-                        if left <= m.start and m.end <= constant.start and not _types_the_name(text, m, constant)
+                        if left <= m.start
+                        and m.end <= constant.start
+                        and not _types_the_name(text, m, constant)
+                        and not any(other.end == m.start for other in constants)  # "the games *section* that …"
                     ),
                     key=lambda m: m.start,
                 )
@@ -202,6 +205,17 @@ class QueryAssembler:
         the constant's own claim does not stop it)."""
         left, right = text.clause(constant.start, constant.end)
         return text.words(left, constant.start), text.words(constant.end, right)
+
+    def _hint_after(self, text: QuestionText, constant: Constant) -> str | None:
+        """A type word right after a name types it when the name has a node of that type ("the mp3guessenc
+        *package*", "the zsh *program*"); "Kabuki syndrome 1 *genes*" keeps its disease."""
+        if constant.end >= len(text) or text.boundary_before(constant.end):
+            return None
+        after = self._types.type_at(text, constant.end)
+        if after is None:
+            return None
+        codes = np.unique(self._stores.nodes.types[constant.positions])
+        return after if self._schema.node_code(after) in codes else None
 
     def _relating(self, text: QuestionText, constant: Constant) -> tuple[list[str], list[str]]:
         """The clause's words that may relate the constant: without a type word that types it ("… depended on by

@@ -121,7 +121,43 @@ class ConstantSpotter:
             found = [c for c in found if not any(k.start <= c.start and c.end <= k.end for k in corrected)]
             found += corrected
         found.sort(key=lambda c: c.start)
-        return self._drop_relation_labels(text, found)
+        return self._drop_relation_labels(text, self._drop_typing_words(text, found))
+
+    def _drop_typing_words(self, text: QuestionText, found: list[Constant]) -> list[Constant]:
+        """ "the zsh *program*", "the mixer *library* libsdl2-mixer": a one-word lower-case name next to another
+        name that the schema's description gives one type is that name's type word, not a second node (even where
+        some tag is called "program")."""
+        kept: list[Constant] = []
+        for i, constant in enumerate(found):
+            before = kept[-1] if kept else None
+            after = found[i + 1] if i + 1 < len(found) else None
+            typing = (
+                constant.end - constant.start == 1
+                and text.tokens[constant.start].text.islower()
+                and self._types.introduces(text.tokens[constant.start].lower)
+            )
+            if typing and after is not None and after.start == constant.end:
+                # "the SDL2 mixer *library* libsdl2-mixer": the type word and a one-word modifier before it
+                # describe the name that follows
+                text.claim(constant.start, constant.end, "type")
+                if before is not None and before.end == constant.start and before.end - before.start == 1:
+                    text.claim(before.start, before.end, "type")
+                    kept.pop()
+                continue
+            if typing and before is not None and before.end == constant.start:
+                text.claim(constant.start, constant.end, "type")  # a hint for the name (`assemble`), not text
+                continue
+            single = constant.end - constant.start == 1 and text.tokens[constant.start].text.islower()
+            if (
+                single
+                and after is not None
+                and after.start == constant.end + 1
+                and self._types.word_type(text.tokens[constant.end].lower) is not None
+            ):
+                text.claim(constant.start, constant.end, "type")  # "the SDL2 *mixer* library libsdl2-mixer"
+                continue
+            kept.append(constant)
+        return kept
 
     def _corrected(self, text: QuestionText, written: list[Constant]) -> list[Constant]:
         """Names written with a one-edit typo: spans that match a name once their unknown words are corrected
@@ -182,7 +218,9 @@ class ConstantSpotter:
         if any(text.boundary_before(i) for i in range(constant.end, nxt.start + 1)):
             return False
         words = stems(constant.surface)
-        return bool(words) and (words <= self._edge_name_stems or constant.end - constant.start == 1)
+        # a single word labels only if English knows it ("*localised* to …"); "the *zsh* program" names a node
+        single = constant.end - constant.start == 1 and _is_english(text.tokens[constant.start].lower)
+        return bool(words) and (words <= self._edge_name_stems or single)
 
     def _may_be_name(self, text: QuestionText, start: int, end: int) -> bool:
         words = text.words(start, end)
@@ -248,6 +286,13 @@ class ConstantSpotter:
 
     def connecting(self, word: str) -> bool:
         return word in FUNCTION_WORDS or word[:5] in self.relation_stems
+
+
+@lru_cache(maxsize=4096)
+def _is_english(word: str) -> bool:
+    from lemminflect import getAllLemmas
+
+    return bool(getAllLemmas(word))
 
 
 @lru_cache(maxsize=4096)

@@ -115,6 +115,7 @@ class EncoderParser:
     def parse(self, query: QueryContext, reading: Reading | None = None) -> StructuredQuery:
         reading = reading or Reading()
         question, expanded = self._abbreviations.expand(query.question)
+        question = self._one_type_pairs(question)
         text = QuestionText.of(question, is_name=self._is_name if reading.head_noun else None)
         warnings = [f"{short!r} read as {word!r}" for short, word in expanded]
         with query.stage("parse.target_type"):
@@ -229,6 +230,17 @@ class EncoderParser:
             kept.append(constant)
         return kept
 
+    def _one_type_pairs(self, question: str) -> str:
+        """ "a *person or team* who …", "*genes/proteins* that …": two words for one type are one noun (the "or"
+        would otherwise split the clause the chain is read from)."""
+
+        def merge(match: re.Match[str]) -> str:
+            first = self._types.word_type(match.group(1).lower())
+            same = first is not None and first == self._types.word_type(match.group(2).lower())
+            return match.group(1) if same else match.group(0)
+
+        return _TYPE_WORD_PAIR.sub(merge, question)
+
     def _claim_knowledge_base_context(self, text: QuestionText, warnings: list[str]) -> None:
         """ "… the nginx package *in Debian*?", "… subtypes of tachycardia *in HPO*": a place named by the knowledge
         base's own name or description, or a source its type descriptions cite by acronym, is where every answer
@@ -302,6 +314,7 @@ class EncoderParser:
         return True
 
 
+_TYPE_WORD_PAIR = re.compile(r"(?<![\w-])([A-Za-z]+)(?:\s+(?:or|and)\s+|\s*/\s*)([A-Za-z]+)(?![\w-])")
 KB_CONTEXT_PREPOSITIONS = frozenset({"in", "within", "on", "from", "across"})
 
 

@@ -34,10 +34,16 @@ def plural(word: str) -> str:
     return word + "s"
 
 
+# Plurals English forms from another word, which the inflection tables list as nouns of their own.
+SUPPLETIVE_PLURALS = {"person": "people"}
+
+
 @lru_cache(maxsize=4096)
 def noun_forms(word: str) -> frozenset[str]:
     """Every inflection of an English noun: its regular plural and lemminflect's (irregular ones included)."""
     forms = {word, plural(word)}
+    if word in SUPPLETIVE_PLURALS:
+        forms.add(SUPPLETIVE_PLURALS[word])
     try:
         from lemminflect import getAllInflections
 
@@ -145,6 +151,24 @@ class TypeVocabulary:
         return any(
             tuple(words[i : i + len(f)]) == f for f, _ in self._forms for i in range(len(words) - len(f) + 1)
         )
+
+    def word_type(self, word: str) -> str | None:
+        """The type one word names on its own: a one-word form of a type ("genes") or a description's noun of one
+        type ("team")."""
+        return next((name for form, name in self._forms if form == (word,)), None) or self._introduced.get(word)
+
+    def introduces(self, word: str) -> bool:
+        """Whether the word is one of the nouns only one type's description uses ("program", "codebase")."""
+        return word in self._introduced
+
+    def type_at(self, text: QuestionText, index: int) -> str | None:
+        """The type the words at `index` name, by a type's form or a word its description gives only it ("the zsh
+        *program*")."""
+        words = [t.lower for t in text.tokens]
+        for form, type_name in self._forms:
+            if tuple(words[index : index + len(form)]) == form:
+                return type_name
+        return self._introduced.get(words[index]) if index < len(words) else None
 
     def mentions(self, text: QuestionText) -> list[TypeMention]:
         """Every non-overlapping type mention in free tokens, left to right, longest form first."""

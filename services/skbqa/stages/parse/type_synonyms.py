@@ -94,7 +94,13 @@ class TypeSynonyms:
         asks = [
             i for i, w in enumerate(words) if w in QUESTION_WORDS and w not in WH_WORDS and text.claimed[i] is None
         ]
-        opening = [i for i in asks if i < OPENING_WORDS]
+        # "*Can you list* …", "*Are there any* …": a request word opens the question when nothing but such words
+        # comes before it ("debtags that *any* package … is tagged with" opens with its noun)
+        opening = [
+            i
+            for i in asks
+            if i < OPENING_WORDS and all(w in FUNCTION_WORDS or is_discourse_word(w) for w in words[:i])
+        ]
         # Without a wh-word, a short last part set off by a colon or a question mark may be the request itself:
         # "CLRN1-related diseases: *modes of inheritance*?", "anything localized to …? *genes* please".
         segments = [k for k in text.segment_starts() if "(" not in text.gap_before(k)]  # not an aside
