@@ -75,6 +75,7 @@ EDGES = [
     {"src": 5, "type": "lives_in", "dst": 8},
     {"src": 1, "type": "cites", "dst": 2},
     {"src": 3, "type": "cites", "dst": 1},
+    {"src": 3, "type": "cites", "dst": 2},
 ]
 
 
@@ -172,3 +173,11 @@ def test_a_type_word_after_a_name_types_it(engine: EmbeddedEngine, question: str
     named = [s.type for s in parsed.symbols.values() if s.names]
     assert named == ["book"]
     assert engine.ask(question, strategy="af").items[0].node_id == 4
+
+
+def test_coordinated_names_stand_in_one_relation(engine: EmbeddedEngine) -> None:
+    # "Quiet Orchards" has no words of its own: it is cited as "Salt Roads" is, not citing
+    question = "books cited by both Salt Roads and Quiet Orchards"
+    parsed = parse(engine, question)
+    assert {(t.head, t.edge, t.tail) for t in parsed.triplets} == {("c1", "cites", "y"), ("c2", "cites", "y")}
+    assert engine.ask(question, strategy="af").items[0].node_id == 2

@@ -20,7 +20,7 @@ from skbqa.stages.parse.chain_words import INVERSE_WORDS, chain_phrases, content
 from skbqa.stages.parse.chains import ChainReader
 from skbqa.stages.parse.constants import Constant
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
-from skbqa.stages.parse.relations import RelationChooser, RelationOption
+from skbqa.stages.parse.relations import RelationChooser, RelationOption, stems
 from skbqa.stages.parse.type_mentions import PREPOSITIONS, TypeMention, TypeVocabulary
 from skbqa.stores.index import IndexStores
 
@@ -41,6 +41,7 @@ class _Plan:
     clause: tuple[list[str], list[str]]  # the clause's words before and after the constant
     inner: list[TypeMention]  # type words between the answer and the constant: intermediate nodes
     left: int  # the clause's first token
+    subject: bool  # whether the constant is the subject of a relation between two nodes of one type
 
 
 class QueryAssembler:
@@ -52,6 +53,11 @@ class QueryAssembler:
         self._types = types
         self._relations = relations
         self._chain_reader: ChainReader | None = None
+        # the stems of the edge names' own words (type names aside): what names a relation wherever it stands
+        type_stems = set().union(*(stems(t.name.replace("_", " ")) for t in self._schema.node_types))
+        self._edge_stems = (
+            set().union(*(stems(e.name.replace("_", " ")) for e in self._schema.edge_types)) - type_stems
+        )
 
     def _chains(self, encoder: Encoder) -> ChainReader:
         if self._chain_reader is None:
@@ -105,6 +111,15 @@ class QueryAssembler:
             subject = self._constant_is_subject(text, constant)
             left, right = text.clause(constant.start, constant.end)
             clause = self._relating(text, constant)  # without "the package" before "X"
+            previous = plans[-1] if plans else None
+            coordinated = (
+                previous is not None
+                and all(w in COORDINATION for w in text.words(previous.constant.end, constant.start))
+                and not content_words(clause[0] + clause[1])
+            )
+            if coordinated and previous is not None:
+                # "shared by X *and* Y", "both curl and wget": the second name stands where the first does
+                subject, clause = previous.subject, previous.clause
             inner = (
                 sorted(
                     (
@@ -128,10 +143,12 @@ class QueryAssembler:
                 nodes = constant.positions[node_types[constant.positions] == type_code][:5]
                 options = chooser.options(type_name, target_type, constant_is_subject=subject)
                 by_type.append((type_name, nodes, options))
-            plan = _Plan(constant, self._phrase(text, constant), by_type, clause, inner, left)
+            phrase = previous.phrase if coordinated and previous is not None else self._phrase(text, constant)
+            plan = _Plan(constant, phrase, by_type, clause, inner, left, subject)
             plans.append(plan)
             if chains and (inner or content_words(clause[0])):
                 wanted.update(chain_phrases(clause[0], clause[1], [(m.start - left, m.end - left) for m in inner]))
+        self._lend_stray_relation_words(text, plans)
         # Phrases are embedded only for constants whose relation is ambiguous (several options), in one call.
         ambiguous = [i for i, plan in enumerate(plans) if sum(len(o) for _, _, o in plan.by_type) > 1]
         phrases = [plans[i].phrase or plans[i].constant.surface for i in ambiguous] + sorted(wanted)
@@ -206,6 +223,26 @@ class QueryAssembler:
         left, right = text.clause(constant.start, constant.end)
         return text.words(left, constant.start), text.words(constant.end, right)
 
+    def _lend_stray_relation_words(self, text: QuestionText, plans: list[_Plan]) -> None:
+        """Words that name an edge but stand in no name's clause ("… both curl and wget to be around *(as
+        recommendations)*", "*dependencies* shared by X and Y") state the relation of the names whose own clauses
+        name none: they join those names' phrases."""
+        clauses = {i for plan in plans for i in range(*text.clause(plan.constant.start, plan.constant.end))}
+        # only a head noun or an aside says so plainly; a free word elsewhere mostly qualifies something else
+        # ("which *clinical* abnormalities …")
+        stray = [
+            t.lower
+            for i, t in enumerate(text.tokens)
+            if i not in clauses
+            and (text.claimed[i] == "target" or (text.claimed[i] is None and _in_parentheses(text, i)))
+            and stems(t.lower) & self._edge_stems
+        ]
+        if not stray:
+            return
+        for plan in plans:
+            if not stems(plan.phrase) & self._edge_stems:
+                plan.phrase = " ".join([plan.phrase, *stray]).strip()
+
     def _hint_after(self, text: QuestionText, constant: Constant) -> str | None:
         """A type word right after a name types it when the name has a node of that type ("the mp3guessenc
         *package*", "the zsh *program*"); "Kabuki syndrome 1 *genes*" keeps its disease."""
@@ -236,7 +273,7 @@ class QueryAssembler:
         is a kind of", "of which X is a subtype") or content words follow it in its clause ("… that have X as a
         part"); otherwise the answer is ("… that cite X", "… that are subtypes of X")."""
         before_words, after_words = self._relating(text, constant)
-        before = [w for w in before_words if w not in ("the", "a", "an")]
+        before = [w for w in before_words if w not in ("the", "a", "an", "both", "either")]  # "by both X and Y"
         # "X is depended on *by* what", "X gets suggested *by* which apps": the answer is the passive's agent, so
         # the source of the edge, and X its object.
         if "by" in after_words:
@@ -282,8 +319,15 @@ def _longer_or_better(
     return found.score > chained[0]
 
 
+# What may stand between two coordinated names ("X and Y", "X, Y or Z", "both X and Y").
+COORDINATION = frozenset({"and", "or", "nor", "both", "either", "neither", "as", "well"})
 # Pronouns that stand for a node named earlier ("X: what depends on *it*?", "X genes - where do *their* products …")
 REFERRING_PRONOUNS = frozenset({"it", "its", "them", "their", "this", "they"})
+
+
+def _in_parentheses(text: QuestionText, index: int) -> bool:
+    before = text.text[: text.tokens[index].start]
+    return before.count("(") > before.count(")")
 
 
 def _referring_pronoun(text: QuestionText) -> int | None:

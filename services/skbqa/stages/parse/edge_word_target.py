@@ -96,4 +96,7 @@ class EdgeWordTarget:
         # the name its words say in full.
         first = min(answers.values())
         earliest = [name for name, rank in answers.items() if rank == first]
+        if len(earliest) > 1 and len(same := [name for name in earliest if name in named]) == 1:
+            # "dependencies of X" where depends reaches packages and virtual packages: X's own type
+            return same[0]
         return earliest[0] if len(earliest) == 1 else None

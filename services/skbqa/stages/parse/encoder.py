@@ -159,8 +159,11 @@ class EncoderParser:
         if _reads_hierarchy(parsed):  # "a subtype of", "part of some": stated by the chain, not text to match
             leftover = [w for w in leftover if not is_narrower_noun(w.lower())]
             leftover = self._two_levels(text, parsed, leftover, warnings)
-        if any(s.type is not None and not s.is_constant and n != parsed.target for n, s in parsed.symbols.items()):
-            leftover = [w for w in leftover if w.lower() not in SHARING_WORDS]  # "share a disease with": a chain
+        if (
+            any(s.type is not None and not s.is_constant and n != parsed.target for n, s in parsed.symbols.items())
+            or len(parsed.constants) > 1
+        ):  # "share a disease with X" (a chain), "shared by X and Y" (an intersection): stated, not text
+            leftover = [w for w in leftover if w.lower() not in SHARING_WORDS]
         if leftover:
             parsed.text_constraints.append(" ".join(leftover))
         parsed.confidence = self._confidence(text, type_source, constants, parsed)
