@@ -24,6 +24,7 @@ EXPECTED = {
     "skbqa_request_seconds": ("histogram", {"rpc", "status"}),
     "skbqa_inflight": ("gauge", {"service"}),
     "skbqa_kafka_lag": ("gauge", {"topic", "group"}),
+    "skbqa_stage_stalled": ("gauge", {"stage"}),
     "skbqa_llm_tokens": ("counter", {"kind", "component"}),
     "skbqa_llm_calls": ("counter", {"component", "outcome"}),
     "skbqa_encoder_batch_size": ("histogram", {"encoder"}),
@@ -36,6 +37,7 @@ def record_one_of_each(m: Metrics) -> None:
     m.observe_stage("parse", "af", 0.01)
     m.observe_queue_wait("parse", 0.002)
     m.count_error("ground", "timeout")
+    m.set_stage_stalled("parser", False)
     m.observe_request("Ask", "ok", 0.3)
     with m.inflight("gateway"):
         pass

@@ -72,6 +72,13 @@ def add_serve_parser(sub: Any) -> None:
         help="stage workers: seconds between Kafka lag reads for skbqa_kafka_lag (SKBQA_LAG_INTERVAL_S, 0 = off)",
     )
     p.add_argument(
+        "--stage-stall",
+        type=float,
+        default=None,
+        help="gateway: seconds messages may wait for a stage without progress before its health turns "
+        "NOT_SERVING (SKBQA_STAGE_STALL_S, default 10, 0 = off)",
+    )
+    p.add_argument(
         "--client-max-inflight",
         type=int,
         default=None,
@@ -99,6 +106,7 @@ def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
         lag_interval = (
             args.lag_interval if args.lag_interval is not None else float(env("LAG_INTERVAL_S", "5") or 5)
         )
+        stage_stall = args.stage_stall if args.stage_stall is not None else float(env("STAGE_STALL_S", "10") or 0)
     except ValueError as exc:
         raise InvalidInputError(f"bad numeric setting: {exc}") from None
     return ServiceSettings(
@@ -122,6 +130,7 @@ def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
         request_timeout_s=timeout,
         max_inflight=inflight,
         lag_interval_s=lag_interval,
+        stage_stall_s=stage_stall,
     )
 
 

@@ -107,6 +107,12 @@ SPECS: tuple[MetricSpec, ...] = (
         "Messages the consumer group has not committed on the topic (group-wide: each member reports it)",
         ("topic", "group"),
     ),
+    MetricSpec(
+        "skbqa_stage_stalled",
+        "gauge",
+        "1 while messages wait for the stage and none has been taken for the stall time (the gateway's view)",
+        ("stage",),
+    ),
     MetricSpec("skbqa_llm_tokens_total", "counter", "LLM tokens by kind", ("kind", "component")),
     MetricSpec("skbqa_llm_calls_total", "counter", "LLM calls by outcome", ("component", "outcome")),
     MetricSpec(
@@ -196,6 +202,10 @@ class Metrics:
         each stage worker's LagExporter). Every member of a group reports the same group-wide value, so aggregate
         replicas with `max`, not `sum`."""
         self._labels("skbqa_kafka_lag", topic, group).set(lag)
+
+    def set_stage_stalled(self, stage: str, stalled: bool) -> None:
+        """Whether the gateway sees the stage's input waiting without progress (`StageLiveness`)."""
+        self._labels("skbqa_stage_stalled", stage).set(1 if stalled else 0)
 
     def count_llm(self, component: str, usage: Mapping[str, int]) -> None:
         """Add an LLM usage dict (a parser's `llm_usage` note, a reranker's `UsageMeter.close()`); other keys

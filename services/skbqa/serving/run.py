@@ -162,7 +162,7 @@ def start_gateway(
     from skbqa.serving.gateway.bus_backend import BusBackend
 
     bus = bus_from_url(settings.bus_url)
-    backend = BusBackend(bus)
+    backend = BusBackend(bus, stall_s=settings.stage_stall_s)
     servicer = _api_servicer(settings, backend, backend.gateway_id)
     server = _api_server(settings, servicer, limits)
     if not backend.wait_ready(ready_timeout_s):
@@ -257,7 +257,7 @@ def start_all_in_one(
             logger.warning(
                 "%s: no partitions assigned after %.0f s; serving anyway", worker.core.role, JOIN_TIMEOUT_S
             )
-    backend = BusBackend(bus)
+    backend = BusBackend(bus, stall_s=settings.stage_stall_s)
     servicer = _api_servicer(settings, backend, backend.gateway_id)
     server = _api_server(settings, servicer, limits)
     backend.wait_ready(60.0)

@@ -37,6 +37,8 @@ class ServiceSettings:
     max_inflight: int = 64
     workers: int = 2  # embedded: requests answered at once
     lag_interval_s: float = 5.0  # stage workers: how often the group's lag goes to skbqa_kafka_lag (<= 0: off)
+    # gateway: how long messages may wait for a stage without progress before its health turns NOT_SERVING
+    stage_stall_s: float = 10.0
 
     def validate(self) -> None:
         if self.role is not None and self.role not in SERVE_ROLES:

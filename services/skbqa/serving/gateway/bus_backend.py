@@ -22,6 +22,7 @@ from skbqa.bus.base import Bus, Consumer, unreachable
 from skbqa.common.errors import BackendUnavailableError, InvalidInputError
 from skbqa.observability.metrics import get_metrics
 from skbqa.serving.gateway.backends import Waiter
+from skbqa.serving.gateway.stage_liveness import DEFAULT_STALL_S, StageLiveness
 from skbqa.serving.stages.core import AnswerEnvelope, StageMessage
 
 logger = logging.getLogger(__name__)
@@ -39,9 +40,22 @@ ENDED_UNANSWERED = 4096
 
 
 class BusBackend:
-    def __init__(self, bus: Bus, *, gateway_id: str | None = None, poll_timeout_s: float = 0.05) -> None:
+    def __init__(
+        self,
+        bus: Bus,
+        *,
+        gateway_id: str | None = None,
+        poll_timeout_s: float = 0.05,
+        stall_s: float = DEFAULT_STALL_S,
+    ) -> None:
+        """`stall_s`: how long messages may wait for a stage without progress before the gateway reports it
+        (NOT_SERVING; <= 0: stages are not watched)."""
         self.gateway_id = gateway_id or uuid.uuid4().hex[:12]
         self._bus = bus
+        self._answered_at: float | None = None  # time.monotonic() of the last answer routed
+        self._liveness = (
+            StageLiveness(bus, stall_s=stall_s, last_answer=lambda: self._answered_at) if stall_s > 0 else None
+        )
         self._waiters: dict[str, Waiter] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -110,7 +124,9 @@ class BusBackend:
         self._down = BUS_DOWN if unreachable(self._bus) else ""
         if self._down:
             return self._down
-        return "" if self._assigned.is_set() else "the answer consumer has no partitions yet"
+        if not self._assigned.is_set():
+            return "the answer consumer has no partitions yet"
+        return self._liveness.check() if self._liveness is not None else ""
 
     def wait_ready(self, timeout_s: float) -> bool:
         return self._assigned.wait(timeout_s)
@@ -134,6 +150,7 @@ class BusBackend:
                 if message.timestamp_ms:  # the last hop: answer published → read by this gateway
                     metrics.observe_queue_wait("gateway", time.time() - message.timestamp_ms / 1000)
                 envelope = AnswerEnvelope.FromString(message.value)
+                self._answered_at = time.monotonic()  # the pipeline answers (`StageLiveness`)
                 if envelope.gateway_id and envelope.gateway_id != self.gateway_id:
                     continue
                 with self._lock:

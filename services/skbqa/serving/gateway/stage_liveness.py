@@ -1,0 +1,97 @@
+"""Readiness that means the pipeline works: the gateway watches every stage's input topic and reports a stage
+that has stopped taking work.
+
+Every health probe (`BusBackend.probe`, every few seconds) asks the bus for each stage group's lag on its input
+topic. A stage is stalled when messages wait for it, their number has not gone down for `stall_s` seconds, and
+no answer has come back in that time either: its consumers are dead, or all of them are stuck. (Under a load
+faster than a stage, its lag may only grow while answers still flow: that stage works.) A stage with nothing
+waiting is never stalled (an idle pipeline is a working one), so a dead stage is reported within `stall_s` of the
+first request it should have taken. The gateway's health then turns NOT_SERVING with the stage named in the reason, and
+`skbqa_stage_stalled{stage}` is 1 for it (0 otherwise): Kubernetes stops routing to a gateway whose pipeline
+cannot answer, while its liveness probe (`grpc_server.LIVENESS`) keeps the pod from being restarted for it.
+
+The lag calls are the Bus port's (`Bus.lag`), so the memory bus and Kafka are watched alike; a lag call that
+fails leaves the last verdict in place (the probe reports the broker itself as unreachable separately).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from skbqa.bus import topics
+from skbqa.bus.base import Bus
+from skbqa.observability.metrics import get_metrics
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_STALL_S = 10.0
+# Each stage of the pipeline, in order, with the topic it consumes (its group is `skbqa-<stage>`, as in
+# `serving.worker.StageWorker`).
+PIPELINE: tuple[tuple[str, str], ...] = (
+    ("parser", topics.QUERY),
+    ("symbols", topics.PARSED),
+    ("grounding", topics.SYMBOLS),
+    ("ranking", topics.GROUNDED),
+    ("reranker", topics.RANKED),
+)
+
+
+@dataclass
+class _Watch:
+    lag: int = 0
+    waiting_since: float | None = None  # when messages started waiting without the count going down
+
+
+class StageLiveness:
+    def __init__(
+        self,
+        bus: Bus,
+        *,
+        stages: Sequence[tuple[str, str]] = PIPELINE,
+        stall_s: float = DEFAULT_STALL_S,
+        clock: Callable[[], float] = time.monotonic,
+        last_answer: Callable[[], float | None] = lambda: None,
+    ) -> None:
+        """`last_answer`: when (on `clock`) the gateway last received an answer, None if never."""
+        if stall_s <= 0:
+            raise ValueError("stall_s must be > 0")
+        self._bus = bus
+        self._stages = tuple(stages)
+        self._stall_s = stall_s
+        self._clock = clock
+        self._last_answer = last_answer
+        self._watches = {stage: _Watch() for stage, _ in self._stages}
+
+    def check(self) -> str:
+        """ "" when every stage is taking work; otherwise which stage is not and why (for the health reason)."""
+        now = self._clock()
+        answered = self._last_answer()
+        flowing = answered is not None and now - answered < self._stall_s
+        stalled: list[str] = []
+        for stage, topic in self._stages:
+            watch = self._watches[stage]
+            try:
+                lag = int(self._bus.lag(f"skbqa-{stage}", [topic]).get(topic, 0))
+            except Exception as exc:  # the broker is away: the probe says so; keep the last verdict
+                logger.debug("lag of %s: %s", stage, exc)
+                lag = watch.lag
+            if lag <= 0:
+                watch.waiting_since = None
+            elif watch.waiting_since is None or lag < watch.lag:
+                watch.waiting_since = now  # work arrived, or the stage took some: the clock starts again
+            watch.lag = lag
+            is_stalled = (
+                not flowing and watch.waiting_since is not None and now - watch.waiting_since >= self._stall_s
+            )
+            get_metrics().set_stage_stalled(stage, is_stalled)
+            if is_stalled:
+                stalled.append(f"{stage} ({lag} waiting)")
+        if not stalled:
+            return ""
+        return (
+            f"no progress for {self._stall_s:.0f} s on stage {', '.join(stalled)}: "
+            "no live consumer in its group, or all of them stuck"
+        )
