@@ -181,3 +181,19 @@ def test_coordinated_names_stand_in_one_relation(engine: EmbeddedEngine) -> None
     parsed = parse(engine, question)
     assert {(t.head, t.edge, t.tail) for t in parsed.triplets} == {("c1", "cites", "y"), ("c2", "cites", "y")}
     assert engine.ask(question, strategy="af").items[0].node_id == 2
+
+
+@pytest.mark.parametrize(
+    ("question", "answer_type", "top"),
+    [
+        ("where is Salt Roads kept?", "shelf", 6),  # "kept" shares no stem with on_shelf, but means it
+        ("where does Tom Reed make his home?", "town", 8),
+    ],
+)
+def test_words_that_mean_an_edge_give_its_far_end(
+    engine: EmbeddedEngine, question: str, answer_type: str, top: int
+) -> None:
+    parsed = parse(engine, question)
+    assert parsed.target_type == answer_type
+    assert any("mean an edge" in w for w in parsed.warnings)
+    assert engine.ask(question, strategy="af").items[0].node_id == top

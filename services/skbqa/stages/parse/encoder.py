@@ -46,7 +46,10 @@ from skbqa.stores.index import IndexStores
 from skbqa.stores.lexicon import NameLexicon
 
 # How much each way of finding the target type, and of linking a constant, is to be trusted (parse confidence).
-TYPE_CERTAINTY = {"word": 1.0, "synonym": 0.9, "relation": 0.85, "guess": 0.7, "none": 0.0}
+TYPE_CERTAINTY = {"word": 1.0, "synonym": 0.9, "relation": 0.85, "meaning": 0.75, "guess": 0.7, "none": 0.0}
+# Ways of finding the target type that a stronger signal found later may overrule (an attribute only one type has,
+# "kinds of X").
+WEAK_TYPE_SOURCES = frozenset({"meaning", "guess", "none"})
 UNSUPPORTED_GUESS_CERTAINTY = 0.45
 # Nouns that ask for narrower nodes of what follows them ("kinds of X"): English, not any one schema's.
 KIND_NOUNS = frozenset({"kind", "type", "sort", "form", "variety", "subtype", "subclass", "category", "example"})
@@ -127,7 +130,7 @@ class EncoderParser:
             ]
             # An attribute only one type has outweighs a guess ("which have EC 3.6.-.-?"); not a synonym: the value
             # may identify a constant ("features recorded for ORPHA:2898").
-            if type_source in ("guess", "none") and reading.head_noun:
+            if type_source in WEAK_TYPE_SOURCES and reading.head_noun:
                 attributed = self._type_of_attributes(text)
                 if attributed is not None and attributed != target_type:
                     warnings.append(f"target type {attributed!r}: only its nodes have the attribute asked about")
@@ -141,7 +144,7 @@ class EncoderParser:
             constants += self._constants.fuzzy(text, query)
         if type_source in ("word", "synonym") and target_type is not None:
             constants = self._drop_answer_qualifiers(text, constants, target_type, warnings)
-        if type_source in ("guess", "none") and reading.head_noun:
+        if type_source in WEAK_TYPE_SOURCES and reading.head_noun:
             kind = self._kind_of_constant(text, constants)
             if kind is not None and kind != target_type:
                 warnings.append(f"target type {kind!r}: the question asks for kinds of a named {kind}")

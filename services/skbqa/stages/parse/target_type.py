@@ -18,7 +18,8 @@ from skbqa.query.context import QueryContext
 from skbqa.query.encoder import Encoder
 from skbqa.stages.parse.constants import ConstantSpotter
 from skbqa.stages.parse.edge_word_target import EdgeWordTarget
-from skbqa.stages.parse.question_text import QuestionText
+from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
+from skbqa.stages.parse.relations import edge_text
 from skbqa.stages.parse.type_descriptions import agent_types
 from skbqa.stages.parse.type_mentions import (
     ARTICLES,
@@ -35,6 +36,10 @@ from skbqa.stores.index import IndexStores
 from skbqa.stores.lexicon import NameLexicon
 
 TargetTypeGuesser = Callable[[QueryContext], str | None]
+# An edge meant by the question's free words must be this close to them, and this much closer than any edge that
+# leads to another type.
+MEANING_MIN_COSINE = 0.3
+MEANING_MARGIN = 0.05
 
 
 class TargetTypeReader:
@@ -57,6 +62,8 @@ class TargetTypeReader:
         self._edge_words = EdgeWordTarget(self._schema)
         self._agents = agent_types(self._schema)
         self._guess_target_type = guess_target_type
+        self._edge_index = {id(e): i for i, e in enumerate(self._schema.edge_types)}
+        self._vectors: np.ndarray | None = None  # the edges' texts, embedded on first need
 
     def read(
         self, query: QueryContext, text: QuestionText, warnings: list[str], head_noun: bool = True
@@ -144,11 +151,64 @@ class TargetTypeReader:
         if chosen is not None:
             text.claim(chosen.start, chosen.end, "target")
             return chosen.type_name, "word"
+        meant = self._edge_by_meaning(query, text, spans, mentions) if head_noun else None
+        if meant is not None:
+            warnings.append(f"target type {meant!r}: the question's words mean an edge that reaches it")
+            return meant, "meaning"
         if self._guess_target_type is None:
             return None, "none"
         guessed = self._guess_target_type(query)
         warnings.append(f"no type word in the question; target type guessed as {guessed!r}")
         return guessed, "guess"
+
+    def _edge_by_meaning(
+        self, query: QueryContext, text: QuestionText, spans: list[tuple[int, int]], mentions: list[TypeMention]
+    ) -> str | None:
+        """No word names the answer or an edge by its stem ("what part of the archive is tmux *filed under*", "what
+        does apt *pull in* as extras"): the question's free words, read by the encoder against the edges at the
+        named nodes' types, may still mean one edge clearly; its far end is the answer."""
+        # a one-word lower-case name English reads as a noun ("the *archive*") is more likely the word than the node
+        spans = [
+            (s, e)
+            for s, e in spans
+            if not (e - s == 1 and text.tokens[s].text.islower() and noun_lemma(text.tokens[s].lower))
+        ]
+        named = self._types_named(text, spans)
+        taken = {i for s, e in [*spans, *((m.start, m.end) for m in mentions)] for i in range(s, e)}
+        words = [
+            t.lower
+            for i, t in enumerate(text.tokens)
+            if i not in taken
+            and text.claimed[i] is None
+            and t.lower not in FUNCTION_WORDS
+            and not is_discourse_word(t.lower)
+            and t.lower.isalpha()
+        ]
+        if not named or not words:
+            return None
+        edges = [e for e in self._schema.edge_types if e.source in named or e.target in named]
+        if not edges:
+            return None
+        vectors = self._edge_vectors(query.encoder)
+        phrase = query.encoder.encode([" ".join(words)])[0]
+        cosines = [float(vectors[self._edge_index[id(e)]] @ phrase) for e in edges]
+        order = sorted(range(len(edges)), key=lambda k: -cosines[k])
+        best = edges[order[0]]
+        far = best.target if best.source in named else best.source
+        rival = next(
+            (k for k in order[1:] if (edges[k].target if edges[k].source in named else edges[k].source) != far),
+            None,
+        )
+        if cosines[order[0]] < MEANING_MIN_COSINE or (
+            rival is not None and cosines[order[0]] - cosines[rival] < MEANING_MARGIN
+        ):
+            return None
+        return far
+
+    def _edge_vectors(self, encoder: Encoder) -> np.ndarray:
+        if self._vectors is None:
+            self._vectors = encoder.encode([edge_text(e) for e in self._schema.edge_types])
+        return self._vectors
 
     def _agent_asked(
         self, text: QuestionText, chosen: TypeMention | None, spans: list[tuple[int, int]]
