@@ -197,3 +197,15 @@ def test_words_that_mean_an_edge_give_its_far_end(
     assert parsed.target_type == answer_type
     assert any("mean an edge" in w for w in parsed.warnings)
     assert engine.ask(question, strategy="af").items[0].node_id == top
+
+
+def test_what_do_asks_for_the_object_of_the_last_verb(engine: EmbeddedEngine) -> None:
+    # "the books" is the subject of "cite", on the way to the answer; the answer is what they cite
+    question = "What do the books that Ada Voss wrote cite?"
+    parsed = parse(engine, question)
+    assert parsed.target_type == "book"
+    assert {(t.head, t.edge, t.tail) for t in parsed.triplets} == {
+        ("m1", "written_by", "c1"),
+        ("m1", "cites", "y"),
+    }
+    assert {item.node_id for item in engine.ask(question, strategy="af").items[:2]} == {1, 2}

@@ -128,3 +128,6 @@ def hierarchy_depth(words: Sequence[str]) -> int:
         if words[i] in LEVEL_COUNTS and words[i + 1] in ("levels", "level", "steps", "generations"):
             return LEVEL_COUNTS[words[i]]
     return 1
+
+
+RELATIVE_PRONOUNS = frozenset({"that", "which", "who", "whom"})

@@ -26,12 +26,14 @@ from skbqa.skb.schema import EdgeType, Schema
 from skbqa.stages.parse.chain_words import (
     INDEFINITE,
     RELATING_PREPOSITIONS,
+    RELATIVE_PRONOUNS,
     content_words,
     far_is_subject,
     names_narrower,
     narrower_tail,
     shares_the_node,
 )
+from skbqa.stages.parse.question_text import is_discourse_word
 from skbqa.stages.parse.relations import Hop, RelationOption, edge_text, stems
 from skbqa.stages.parse.type_mentions import TypeMention, noun_lemma
 from skbqa.stores.graph.base import Direction, GraphStore
@@ -129,6 +131,18 @@ class ChainReader:
         if gap:
             parts_words[0] = parts_words[0] + after
             parts_words[-1] = before[cuts[-1] :]
+        elif (
+            not content_words(parts_words[0])
+            and before[cuts[-1] :]
+            and before[-1] in RELATIVE_PRONOUNS
+            and len(content_words(after)) >= 2
+        ):
+            # "what do the packages *that* X *maintains* | *depend on*": the relative clause's verb is the last
+            # hop; the main verb after it is the answer's
+            split = after.index(content_words(after)[0]) + 1
+            parts_words[0] = parts_words[0] + after[split:]
+            parts_words[-1] = before[cuts[-1] :] + after[:split]
+            gap = True
         shared = len(mentions) == 1 and shares_the_node(parts_words[0], parts_words[-1])
         if shared:
             # "genes that *share* a disease *with* X", "diseases with a phenotype *in common with* X": one relation
@@ -167,13 +181,14 @@ class ChainReader:
         if not all(ranked):
             return None
         score = sum(hops[0][0] for hops in ranked) / len(ranked) * 2  # per hop, on the scale of a two-hop chain
-        hops = tuple(hops[0][1] for hops in reversed(ranked))
+        # a hop whose words do not separate its two best edges accepts any edge; the others keep theirs
+        hops = tuple(replace(found[0][1], any_edge=_close(found)) for found in reversed(ranked))
         vias = tuple(m.type_name for m in reversed(mentions))
         if type_word_is_narrower:
-            hops = (narrower[0][1], *hops)
+            hops = (replace(narrower[0][1], any_edge=_close(narrower)), *hops)
         elif narrower:
-            hops, vias = (narrower[0][1], *hops), (constant_type, *vias)
-        return RelationOption(hops, vias, score, any_edge=any(_close(hops) for hops in ranked))
+            hops, vias = (replace(narrower[0][1], any_edge=_close(narrower)), *hops), (constant_type, *vias)
+        return RelationOption(hops, vias, score)
 
     def hierarchy(
         self,
@@ -194,7 +209,9 @@ class ChainReader:
         single = max((self.score(before, e, whole) for e in self.between(target_type, constant_type)), default=0.0)
         for cut in range(1, len(before)):
             left, right = before[:cut], before[cut:]
-            if right[0] not in INDEFINITE or not content_words(right) or (same_type and not content_words(left)):
+            # of the answer's own type, the rest must say something besides the request ("*list* the subtypes …")
+            asked = [w for w in content_words(left) if not is_discourse_word(w)]
+            if right[0] not in INDEFINITE or not content_words(right) or (same_type and not asked):
                 continue  # an unnamed node is introduced as one: "located in *a part of* X", not "take part in X"
             right_vector = encode.get(" ".join(right))
             hierarchy = self._hierarchy_hops(

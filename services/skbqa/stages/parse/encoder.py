@@ -92,7 +92,13 @@ class EncoderParser:
         }
         self._own_words |= self._sources
         self._target = TargetTypeReader(
-            stores, lexicon, synonyms, self._types, self._constants, guess_target_type=guess_target_type
+            stores,
+            lexicon,
+            synonyms,
+            self._types,
+            self._constants,
+            guess_target_type=guess_target_type,
+            context_words=frozenset(self._own_words),
         )
 
     def _relations(self, encoder: Encoder) -> RelationChooser:

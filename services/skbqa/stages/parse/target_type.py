@@ -16,6 +16,7 @@ import numpy as np
 
 from skbqa.query.context import QueryContext
 from skbqa.query.encoder import Encoder
+from skbqa.stages.parse.chain_words import INVERSE_WORDS, hierarchy_depth, is_narrower_noun
 from skbqa.stages.parse.constants import ConstantSpotter
 from skbqa.stages.parse.edge_word_target import EdgeWordTarget
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
@@ -36,9 +37,10 @@ from skbqa.stores.index import IndexStores
 from skbqa.stores.lexicon import NameLexicon
 
 TargetTypeGuesser = Callable[[QueryContext], str | None]
+DO_FORMS = frozenset({"do", "does", "did"})
 # An edge meant by the question's free words must be this close to them, and this much closer than any edge that
 # leads to another type.
-MEANING_MIN_COSINE = 0.3
+MEANING_MIN_COSINE = 0.35
 MEANING_MARGIN = 0.05
 
 
@@ -52,7 +54,10 @@ class TargetTypeReader:
         constants: ConstantSpotter,
         *,
         guess_target_type: TargetTypeGuesser | None = None,
+        context_words: frozenset[str] = frozenset(),
     ) -> None:
+        """`context_words`: the knowledge base's own name words and cited sources ("Debian", "HPO"), which name no
+        node the answer relates to."""
         self._stores = stores
         self._schema = stores.nodes.schema
         self._lexicon = lexicon
@@ -62,6 +67,7 @@ class TargetTypeReader:
         self._edge_words = EdgeWordTarget(self._schema)
         self._agents = agent_types(self._schema)
         self._guess_target_type = guess_target_type
+        self._context_words = context_words
         self._edge_index = {id(e): i for i, e in enumerate(self._schema.edge_types)}
         self._vectors: np.ndarray | None = None  # the edges' texts, embedded on first need
 
@@ -72,6 +78,10 @@ class TargetTypeReader:
         which of the three it was."""
         mentions = self._types.mentions(text)
         spans = self._constants.name_spans(text) if head_noun else []
+        asked = self._object_of_do_question(text, mentions, spans) if head_noun else None
+        if asked is not None:
+            warnings.append(f"target type {asked!r}: what the question's last verb reaches from its subject")
+            return asked, "relation"
         chosen = choose_target(text, mentions, spans) if head_noun else (mentions[0] if mentions else None)
         head = self._synonyms.head_noun(text, spans) if head_noun else None
         at_head = next((m for m in mentions if head is not None and m.start <= head.start < m.end), None)
@@ -161,6 +171,32 @@ class TargetTypeReader:
         warnings.append(f"no type word in the question; target type guessed as {guessed!r}")
         return guessed, "guess"
 
+    def _object_of_do_question(
+        self, text: QuestionText, mentions: list[TypeMention], spans: list[tuple[int, int]]
+    ) -> str | None:
+        """ "*What do* the packages that X maintains *depend on*?": a wh-word with "do" asks for the object of the
+        question's last verb, whose subject is the type word after "do" (a node on the way, not the answer): the
+        answer is the far end, from the subject's type, of the edge that verb names."""
+        words = text.words(0, len(text))
+        for i in range(len(words) - 2):
+            if words[i] not in ("what", "whom") or words[i + 1] not in DO_FORMS:
+                continue
+            if i > 0 and not text.boundary_before(i):
+                continue
+            j = i + 2
+            while j < len(words) and words[j] in ARTICLES:
+                j += 1
+            subject = next((m for m in mentions if m.start == j), None)
+            verbs = (
+                [k for k in range(subject.end, len(words)) if words[k] not in FUNCTION_WORDS] if subject else []
+            )
+            if subject is None or not verbs:
+                return None
+            last = verbs[-1]
+            skip = set(range(len(words))) - {last}
+            return self._edge_words.target(text, {subject.type_name}, set(), skip)
+        return None
+
     def _edge_by_meaning(
         self, query: QueryContext, text: QuestionText, spans: list[tuple[int, int]], mentions: list[TypeMention]
     ) -> str | None:
@@ -171,7 +207,8 @@ class TargetTypeReader:
         spans = [
             (s, e)
             for s, e in spans
-            if not (e - s == 1 and text.tokens[s].text.islower() and noun_lemma(text.tokens[s].lower))
+            if text.span_text(s, e).lower() not in self._context_words  # not the knowledge base's ("… in HPO")
+            and not (e - s == 1 and text.tokens[s].text.islower() and noun_lemma(text.tokens[s].lower))
         ]
         named = self._types_named(text, spans)
         taken = {i for s, e in [*spans, *((m.start, m.end) for m in mentions)] for i in range(s, e)}
@@ -184,8 +221,8 @@ class TargetTypeReader:
             and not is_discourse_word(t.lower)
             and t.lower.isalpha()
         ]
-        if not named or not words:
-            return None
+        if not named or not words or _speaks_of_levels(words):
+            return None  # "subtypes of X", "two levels below X": the kind of X, which the constant's type gives
         edges = [e for e in self._schema.edge_types if e.source in named or e.target in named]
         if not edges:
             return None
@@ -295,3 +332,16 @@ def _inside_relative_clause(text: QuestionText, head: HeadNoun | None, mention: 
     if head is None or head.end > mention.start:
         return False
     return any(w in RELATIVE_PRONOUNS for w in text.words(head.end, mention.start))
+
+
+# Words for a place in a hierarchy, English: what they ask for is the kind of the node they are said of.
+LEVEL_WORDS = frozenset({"below", "above", "under", "beneath", "level", "levels", "up", "down"})
+
+
+def _speaks_of_levels(words: list[str]) -> bool:
+    """ "the direct *subtypes*", "*children* of", "two *levels below*", "*parents*" (a plural or "sub-" narrower
+    noun: "what *part* of the archive" asks for a place, not a narrower node)."""
+    narrower = [w for w in words if is_narrower_noun(w) and (w.startswith("sub") or noun_lemma(w) != w)]
+    return (
+        bool(narrower) or any(w in LEVEL_WORDS or w in INVERSE_WORDS for w in words) or hierarchy_depth(words) > 1
+    )
