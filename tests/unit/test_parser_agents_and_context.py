@@ -10,7 +10,7 @@ from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.skb.schema import Schema
 from skbqa.stages.parse.type_descriptions import agent_types, description_heads
 from tests.helpers import engine_over
-from tests.unit.test_encoder_parser import parse
+from tests.unit.test_encoder_parser import edges, parse
 
 SCHEMA = {
     "name": "northshire-libraries",
@@ -137,7 +137,7 @@ def test_the_knowledge_bases_own_place_is_no_constraint(engine: EmbeddedEngine) 
 )
 def test_the_named_book_cites_the_answer(engine: EmbeddedEngine, question: str) -> None:
     parsed = parse(engine, question)
-    assert {(t.head, t.edge, t.tail) for t in parsed.triplets} == {("c1", "cites", "y")}
+    assert edges(parsed) == {("c1", "cites", "y")}
     assert engine.ask(question, strategy="af").items[0].node_id == 2
 
 
@@ -179,7 +179,7 @@ def test_coordinated_names_stand_in_one_relation(engine: EmbeddedEngine) -> None
     # "Quiet Orchards" has no words of its own: it is cited as "Salt Roads" is, not citing
     question = "books cited by both Salt Roads and Quiet Orchards"
     parsed = parse(engine, question)
-    assert {(t.head, t.edge, t.tail) for t in parsed.triplets} == {("c1", "cites", "y"), ("c2", "cites", "y")}
+    assert edges(parsed) == {("c1", "cites", "y"), ("c2", "cites", "y")}
     assert engine.ask(question, strategy="af").items[0].node_id == 2
 
 
@@ -204,7 +204,7 @@ def test_what_do_asks_for_the_object_of_the_last_verb(engine: EmbeddedEngine) ->
     question = "What do the books that Ada Voss wrote cite?"
     parsed = parse(engine, question)
     assert parsed.target_type == "book"
-    assert {(t.head, t.edge, t.tail) for t in parsed.triplets} == {
+    assert edges(parsed) == {
         ("m1", "written_by", "c1"),
         ("m1", "cites", "y"),
     }
