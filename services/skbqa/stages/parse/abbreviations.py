@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import lru_cache
 
 from skbqa.skb.schema import Schema
 from skbqa.stages.parse.question_text import FUNCTION_WORDS
+from skbqa.stages.parse.spelling import is_english
 from skbqa.stages.parse.type_mentions import noun_lemma, plural
 
 MIN_ABBREVIATION = 3
@@ -85,8 +85,5 @@ class Abbreviations:
         return plural(word) if suffix and (not word.endswith("s") or noun_lemma(word) == word) else word
 
 
-@lru_cache(maxsize=4096)
 def _unknown(word: str) -> bool:
-    from lemminflect import getAllLemmas
-
-    return len(word) >= MIN_ABBREVIATION and not getAllLemmas(word)
+    return len(word) >= MIN_ABBREVIATION and not is_english(word)

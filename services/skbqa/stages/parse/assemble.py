@@ -16,7 +16,7 @@ import numpy as np
 from skbqa.query.context import QueryContext
 from skbqa.query.encoder import Encoder
 from skbqa.query.structured import AttributeConstraint, StructuredQuery, Symbol
-from skbqa.stages.parse.chain_words import INVERSE_WORDS, chain_phrases, content_words
+from skbqa.stages.parse.chain_words import INVERSE_WORDS, RELATIVE_PRONOUNS, chain_phrases, content_words
 from skbqa.stages.parse.chains import ChainReader
 from skbqa.stages.parse.constants import Constant
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
@@ -25,7 +25,6 @@ from skbqa.stages.parse.type_mentions import PREPOSITIONS, TypeMention, TypeVoca
 from skbqa.stores.index import IndexStores
 
 TARGET = "y"
-_RELATIVE_PRONOUNS = frozenset({"that", "which", "whom", "who"})
 # Words that may end a question after the last constant without making it a subject ("… are there?").
 _CLAUSE_TAIL = frozenset({"are", "is", "there", "exist", "exists", "s"})
 # English words that stand for an unnamed node of any type between the answer and a constant ("packages that
@@ -102,15 +101,15 @@ class QueryAssembler:
             if (
                 pronoun is not None
                 and named.end <= pronoun
-                and not content_words([w for words in self._relating(text, named) for w in words])
+                and not content_words([w for words in self._relating(text, named, hints) for w in words])
             ):
                 # "The package wily: what programs are depended on by *it*?": the name's relation is stated where a
                 # pronoun stands for it
                 constant = replace(named, start=pronoun, end=pronoun + 1)
                 pronoun = None
-            subject = self._constant_is_subject(text, constant)
+            subject = self._constant_is_subject(text, constant, hints)
             left, right = text.clause(constant.start, constant.end)
-            clause = self._relating(text, constant)  # without "the package" before "X"
+            clause = self._relating(text, constant, hints)  # without "the package" before "X"
             previous = plans[-1] if plans else None
             coordinated = (
                 previous is not None
@@ -127,7 +126,7 @@ class QueryAssembler:
                         for m in [*hints, *placeholders]
                         if left <= m.start
                         and m.end <= constant.start
-                        and not _types_the_name(text, m, constant)
+                        and not _types_the_name(text, m, constant.start)
                         and not any(other.end == m.start for other in constants)  # "the games *section* that …"
                     ),
                     key=lambda m: m.start,
@@ -254,11 +253,13 @@ class QueryAssembler:
         codes = np.unique(self._stores.nodes.types[constant.positions])
         return after if self._schema.node_code(after) in codes else None
 
-    def _relating(self, text: QuestionText, constant: Constant) -> tuple[list[str], list[str]]:
+    def _relating(
+        self, text: QuestionText, constant: Constant, hints: Sequence[TypeMention]
+    ) -> tuple[list[str], list[str]]:
         """The clause's words that may relate the constant: without a type word that types it ("… depended on by
-        *the package* X"), which is part of the name's phrase."""
+        *the package* X"), which is part of the name's phrase. `hints`: the question's type words."""
         before_words, after_words = self._clause_words(text, constant)
-        typing = next((m for m in self._types.mentions(text) if _types_the_name(text, m, constant)), None)
+        typing = next((m for m in hints if _types_the_name(text, m, constant.start)), None)
         if typing is not None and constant.start - typing.start <= len(before_words):
             before_words = before_words[: len(before_words) - (constant.start - typing.start)]
         return before_words, after_words
@@ -268,11 +269,11 @@ class QueryAssembler:
         before, after = self._clause_words(text, constant)
         return " ".join(before + after)
 
-    def _constant_is_subject(self, text: QuestionText, constant: Constant) -> bool:
+    def _constant_is_subject(self, text: QuestionText, constant: Constant, hints: Sequence[TypeMention]) -> bool:
         """English relative clauses: the constant is the subject when a relative pronoun introduces it ("… that X
         is a kind of", "of which X is a subtype") or content words follow it in its clause ("… that have X as a
         part"); otherwise the answer is ("… that cite X", "… that are subtypes of X")."""
-        before_words, after_words = self._relating(text, constant)
+        before_words, after_words = self._relating(text, constant, hints)
         before = [w for w in before_words if w not in ("the", "a", "an", "both", "either")]  # "by both X and Y"
         # "X is depended on *by* what", "X gets suggested *by* which apps": the answer is the passive's agent, so
         # the source of the edge, and X its object.
@@ -288,9 +289,9 @@ class QueryAssembler:
         passive = bool(before and before[-1] == "by")
         # Content words after it make the constant the subject only when none before it relate it to the answer
         # already ("… that X is a kind of" vs "kinds of X does GO distinguish").
-        stated_before = any(w not in FUNCTION_WORDS and w not in _RELATIVE_PRONOUNS for w in before)
+        stated_before = any(w not in FUNCTION_WORDS and w not in RELATIVE_PRONOUNS for w in before)
         subject = (
-            bool(before and before[-1] in _RELATIVE_PRONOUNS) or (bool(after) and not stated_before) or passive
+            bool(before and before[-1] in RELATIVE_PRONOUNS) or (bool(after) and not stated_before) or passive
         )
         # "… that are parents of X": words for the broader end of a hierarchy turn the relation around.
         inverse = any(w in INVERSE_WORDS for w in before_words)
@@ -336,20 +337,15 @@ def _referring_pronoun(text: QuestionText) -> int | None:
     return found[0] if len(found) == 1 else None
 
 
-def _types_the_name(text: QuestionText, mention: TypeMention, constant: Constant) -> bool:
-    """ "the *package* X": a type word right before a name types it; it is no node on the way."""
-    return mention.end <= constant.start and all(
-        w in ("the", "a", "an") for w in text.words(mention.end, constant.start)
-    )
+def _types_the_name(text: QuestionText, mention: TypeMention, start: int) -> bool:
+    """ "the *package* X": a type word right before the name starting at `start` types it; it is no node on the
+    way."""
+    return mention.end <= start and all(w in ("the", "a", "an") for w in text.words(mention.end, start))
 
 
 def _hint_before(hints: Sequence[TypeMention], start: int, text: QuestionText) -> str | None:
     """A type word just before a constant ("the gene BCS1L", "with the phenotype Anhidrosis")."""
-    for mention in hints:
-        between = text.words(mention.end, start)
-        if mention.end <= start and all(w in ("the", "a", "an") for w in between):
-            return mention.type_name
-    return None
+    return next((m.type_name for m in hints if _types_the_name(text, m, start)), None)
 
 
 def _types_in_order(positions: np.ndarray, node_types: np.ndarray) -> list[int]:

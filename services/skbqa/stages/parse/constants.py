@@ -14,7 +14,7 @@ import numpy as np
 from skbqa.query.context import QueryContext
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
 from skbqa.stages.parse.relations import stems
-from skbqa.stages.parse.spelling import Speller
+from skbqa.stages.parse.spelling import Speller, is_english
 from skbqa.stages.parse.type_mentions import QUESTION_WORDS, TypeVocabulary, noun_lemma
 from skbqa.stores.index import IndexStores
 from skbqa.stores.lexicon import NameLexicon
@@ -219,7 +219,7 @@ class ConstantSpotter:
             return False
         words = stems(constant.surface)
         # a single word labels only if English knows it ("*localised* to …"); "the *zsh* program" names a node
-        single = constant.end - constant.start == 1 and _is_english(text.tokens[constant.start].lower)
+        single = constant.end - constant.start == 1 and is_english(text.tokens[constant.start].lower)
         return bool(words) and (words <= self._edge_name_stems or single)
 
     def _may_be_name(self, text: QuestionText, start: int, end: int) -> bool:
@@ -286,13 +286,6 @@ class ConstantSpotter:
 
     def connecting(self, word: str) -> bool:
         return word in FUNCTION_WORDS or word[:5] in self.relation_stems
-
-
-@lru_cache(maxsize=4096)
-def _is_english(word: str) -> bool:
-    from lemminflect import getAllLemmas
-
-    return bool(getAllLemmas(word))
 
 
 @lru_cache(maxsize=4096)

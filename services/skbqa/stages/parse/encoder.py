@@ -97,6 +97,7 @@ class EncoderParser:
             synonyms,
             self._types,
             self._constants,
+            edge_vectors=lambda encoder: self._relations(encoder).edge_vectors(),
             guess_target_type=guess_target_type,
             context_words=frozenset(self._own_words),
         )

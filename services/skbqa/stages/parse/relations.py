@@ -80,6 +80,10 @@ class RelationChooser:
     def warm(self) -> None:
         self._vectors()
 
+    def edge_vectors(self) -> np.ndarray:
+        """The embedded text of every edge type, in the schema's order."""
+        return self._vectors()
+
     def links_itself(self, node_type: str) -> bool:
         """Whether some edge type joins two nodes of this type."""
         return any(e.source == e.target == node_type for e in self._edges)

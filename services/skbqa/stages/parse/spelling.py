@@ -8,12 +8,14 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from collections.abc import Callable
+from functools import lru_cache
 
 from skbqa.stores.lexicon import NameLexicon
 
 MIN_WORD_CHARS = 5  # shorter words are too often another real word one edit away
 
 
+@lru_cache(maxsize=8192)
 def is_english(word: str) -> bool:
     """Whether lemminflect's English tables know the word in any part of speech."""
     from lemminflect import getAllLemmas

@@ -20,7 +20,6 @@ from skbqa.stages.parse.chain_words import INVERSE_WORDS, hierarchy_depth, is_na
 from skbqa.stages.parse.constants import ConstantSpotter
 from skbqa.stages.parse.edge_word_target import EdgeWordTarget
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
-from skbqa.stages.parse.relations import edge_text
 from skbqa.stages.parse.type_descriptions import agent_types
 from skbqa.stages.parse.type_mentions import (
     ARTICLES,
@@ -53,10 +52,12 @@ class TargetTypeReader:
         types: TypeVocabulary,
         constants: ConstantSpotter,
         *,
+        edge_vectors: Callable[[Encoder], np.ndarray],
         guess_target_type: TargetTypeGuesser | None = None,
         context_words: frozenset[str] = frozenset(),
     ) -> None:
-        """`context_words`: the knowledge base's own name words and cited sources ("Debian", "HPO"), which name no
+        """`edge_vectors`: every edge type's text embedded, in the schema's order (the relation chooser's);
+        `context_words`: the knowledge base's own name words and cited sources ("Debian", "HPO"), which name no
         node the answer relates to."""
         self._stores = stores
         self._schema = stores.nodes.schema
@@ -69,7 +70,7 @@ class TargetTypeReader:
         self._guess_target_type = guess_target_type
         self._context_words = context_words
         self._edge_index = {id(e): i for i, e in enumerate(self._schema.edge_types)}
-        self._vectors: np.ndarray | None = None  # the edges' texts, embedded on first need
+        self._edge_vectors = edge_vectors
 
     def read(
         self, query: QueryContext, text: QuestionText, warnings: list[str], head_noun: bool = True
@@ -241,11 +242,6 @@ class TargetTypeReader:
         ):
             return None
         return far
-
-    def _edge_vectors(self, encoder: Encoder) -> np.ndarray:
-        if self._vectors is None:
-            self._vectors = encoder.encode([edge_text(e) for e in self._schema.edge_types])
-        return self._vectors
 
     def _agent_asked(
         self, text: QuestionText, chosen: TypeMention | None, spans: list[tuple[int, int]]
