@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -223,6 +224,22 @@ def live_pid() -> Iterator[int]:
     child.wait()
 
 
+@pytest.fixture
+def zombie_pid() -> Iterator[int]:
+    """A child that has exited and is not reaped yet: signal 0 still finds it."""
+    child = subprocess.Popen([sys.executable, "-c", ""])
+    stat = Path(f"/proc/{child.pid}/stat")
+    deadline = time.monotonic() + 30
+    while stat.is_file() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        if time.monotonic() > deadline:
+            pytest.fail("the child did not exit")
+        time.sleep(0.02)
+    if not stat.is_file():
+        pytest.skip("no /proc here")
+    yield child.pid
+    child.wait()
+
+
 def host() -> str:
     """This machine's name as leftover directories carry it (`PID@HOST`)."""
     tag = getattr(index_module, "owner_tag", lambda: f"0@{socket.gethostname()}")()
@@ -284,7 +301,7 @@ def test_a_leftover_old_index_is_removed_by_the_next_ingest(index: Path, tmp_pat
 
 
 def test_work_directories_of_killed_ingests_are_removed_never_a_live_ones(
-    index: Path, tmp_path: Path, dead_pid: int, live_pid: int
+    index: Path, tmp_path: Path, dead_pid: int, live_pid: int, zombie_pid: int
 ) -> None:
     keep = [
         f".idx.ingest-{live_pid}@{host()}-running1",  # still running
@@ -296,6 +313,7 @@ def test_work_directories_of_killed_ingests_are_removed_never_a_live_ones(
         f".idx.ingest-{dead_pid}@{host()}-killed01",
         f".idx.ingest-{dead_pid}@{host()}-killed02",
         f".idx.ingest-{os.getpid()}@{host()}-restart1",  # this PID's, before a restart (a container's PID 1)
+        f".idx.ingest-{zombie_pid}@{host()}-zombie01",  # exited, not yet reaped by whoever adopted it
     ]
     for name in keep + gone:
         (tmp_path / name / "vectors").mkdir(parents=True)

@@ -157,10 +157,11 @@ def replayed_state(directory: Path, through: int) -> KbState:
     return state
 
 
-def _die_with_parent() -> None:
-    """Linux: SIGKILL this process when the one that started it dies (a killed server leaves no fold behind,
-    and the next start removes the fold's work directory)."""
-    parent = os.getppid()
+def _die_with_parent(parent: int) -> None:
+    """Linux: SIGKILL this process when `parent` (the process that started it) dies: a killed server leaves no
+    fold behind, and the next start removes the fold's work directory. The parent's PID comes from the parent
+    itself, not from getppid() here: a parent killed while this interpreter was starting is gone already, and
+    the orphan would otherwise take its new parent (init) for it and write a snapshot nobody will use."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # the parent died before the request took effect
@@ -187,6 +188,6 @@ def write_in_child(
     """`write_snapshot` for the index's logged batches up to `version`, computed by a child process at niceness
     +10 (its own interpreter, memory returned when it ends; a crash there leaves the serving process alone)."""
     context = multiprocessing.get_context("spawn")
-    with context.Pool(1, initializer=_die_with_parent) as pool:
+    with context.Pool(1, initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
         work, report = pool.apply(_child, (str(directory), version, encoder_url, progress))
     return Path(work), report

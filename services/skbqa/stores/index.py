@@ -297,4 +297,14 @@ def _owner(pid: str, host: str | None) -> str:
         return "running"
     except (OSError, OverflowError):
         return "unknown"
-    return "running"
+    return "gone" if _is_zombie(int(pid)) else "running"
+
+
+def _is_zombie(pid: int) -> bool:
+    """Linux: the process has exited and waits to be reaped (signal 0 still finds it; an init that reaps
+    orphans late keeps a killed fold's PID answering)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2 :][:1] in ("Z", "X")
