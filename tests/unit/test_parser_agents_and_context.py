@@ -1,5 +1,5 @@
 """Readings that come from how a schema describes itself, on a small library schema of its own: "who" asks for the
-one type of persons, a noun several descriptions use belongs to the one whose opening phrase names its type with
+one type of persons, "where" for the one type of places, a noun several descriptions use belongs to the one whose opening phrase names its type with
 it, and a place named by the knowledge base's own description ("… in Northshire") is where every answer is."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.skb.schema import Schema
-from skbqa.stages.parse.type_descriptions import agent_types, description_heads
+from skbqa.stages.parse.type_descriptions import agent_types, description_heads, place_types
 from tests.helpers import engine_over
 from tests.unit.test_encoder_parser import edges, parse
 
@@ -92,6 +92,19 @@ def engine(tmp_path_factory: pytest.TempPathFactory, onnx_encoder) -> EmbeddedEn
 def test_only_a_description_that_names_its_own_nodes_so_makes_an_agent(schema: Schema) -> None:
     # the book's description mentions no person; "the writers of the books" in the KB's description is no type's
     assert agent_types(schema) == {"writer"}
+
+
+def test_a_description_that_calls_its_nodes_places_makes_a_place_type(schema: Schema) -> None:
+    # "A town of the county": a place; the shelf's "holds printed volumes" says nothing of one
+    assert place_types(schema) == {"town"}
+
+
+def test_where_asks_for_the_one_type_of_places_an_edge_reaches(engine: EmbeddedEngine) -> None:
+    parsed = parse(engine, "where is Ada Voss from?")
+    assert parsed.target_type == "town"
+    assert any("'where' asks for" in w for w in parsed.warnings)
+    # no edge joins books to towns: "where" does not make a town the answer about a book
+    assert parse(engine, "where is Salt Roads?").target_type != "town"
 
 
 def test_a_descriptions_opening_phrase_names_its_type(schema: Schema) -> None:

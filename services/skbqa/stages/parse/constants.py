@@ -5,7 +5,8 @@ relation word, not a constant."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -160,42 +161,50 @@ class ConstantSpotter:
         return kept
 
     def _corrected(self, text: QuestionText, written: list[Constant]) -> list[Constant]:
-        """Names written with a one-edit typo: spans that match a name once their unknown words are corrected
-        (`Speller`), longest first; a span may take in whole names found as written (`written`)."""
-        corrections = {
-            i: fixed
-            for i, token in enumerate(text.tokens)
-            if text.claimed[i] is None and (fixed := self._speller.correct(token.text)) is not None
-        }
-        if not corrections:
+        """Names written misspelt: spans that match a name once words in them are read as the `Speller` proposes,
+        longest first; a span may take in whole names found as written (`written`). A known word is respelt only
+        into a longer name of two words or more: a word of a name found as written only as its spelling variant
+        ("*tumour* protein p63"; "MAPKKKK" is an alias, not a typo of "MAPKKK"), another name word also one edit
+        away ("*Rodriguez* blindness")."""
+        readings: dict[int, list[str]] = {}
+        respelt: set[int] = set()
+        for i, token in enumerate(text.tokens):
+            found = self._speller.readings(token.text) if text.claimed[i] is None else []
+            if not found and text.claimed[i] in (None, "constant"):
+                found = self._speller.respellings(token.text, edits=text.claimed[i] is None)
+                respelt.update([i] if found else [])
+            if found:
+                readings[i] = found
+        if not readings:
             return []
         lexicon = self._lexicon()
-        found: list[Constant] = []
-        for index in sorted(corrections):
-            if text.claimed[index] is not None:
+        corrected: list[Constant] = []
+        for index in sorted(readings):
+            if any(c.start <= index < c.end for c in corrected):
                 continue
-            for n in range(min(lexicon.max_words, len(text)), 0, -1):
+            inside = next((c for c in written if c.start <= index < c.end), None)
+            shortest = 2 if index in respelt else 1
+            if inside is not None:
+                shortest = max(shortest, inside.end - inside.start + 1)
+            for n in range(min(lexicon.max_words, len(text)), shortest - 1, -1):
                 spans = [(s, s + n) for s in range(max(0, index - n + 1), min(index, len(text) - n) + 1)]
                 hit = next(
                     (
-                        span
+                        (span, surface)
                         for span in spans
-                        if _free_but_names(text, span, written) and self._fits(text, span, corrections)
+                        if _free_but_names(text, span, written, corrected) and self._may_be_name(text, *span)
+                        for surface in _surfaces(text, span, index, readings)
+                        if lexicon.positions(surface).size
                     ),
                     None,
                 )
                 if hit is None:
                     continue
-                surface = " ".join(corrections.get(k, text.tokens[k].lower) for k in range(*hit))
-                positions = lexicon.positions(surface)
-                found.append(Constant(hit[0], hit[1], surface, positions, False))
-                text.claim(hit[0], hit[1], "constant")
+                (start, end), surface = hit
+                corrected.append(Constant(start, end, surface, lexicon.positions(surface), False))
+                text.claim(start, end, "constant")
                 break
-        return found
-
-    def _fits(self, text: QuestionText, span: tuple[int, int], corrections: dict[int, str]) -> bool:
-        surface = " ".join(corrections.get(k, text.tokens[k].lower) for k in range(*span))
-        return bool(self._may_be_name(text, *span) and self._lexicon().positions(surface).size)
+        return corrected
 
     def _drop_relation_labels(self, text: QuestionText, found: list[Constant]) -> list[Constant]:
         """A name that only labels the relation of the next name is not a constant: "with the *mode of
@@ -301,7 +310,23 @@ def _only_a_modifier(word: str) -> bool:
     return "ADV" in readings and readings <= {"ADJ", "ADV"}
 
 
-def _free_but_names(text: QuestionText, span: tuple[int, int], names: list[Constant]) -> bool:
-    """Whether every token of the span is free or part of a name that lies wholly inside it."""
+def _free_but_names(
+    text: QuestionText, span: tuple[int, int], names: list[Constant], corrected: list[Constant]
+) -> bool:
+    """Whether every token of the span is free or part of a name found as written that lies wholly inside it
+    (never of one corrected already)."""
     inside = {k for c in names if span[0] <= c.start and c.end <= span[1] for k in range(c.start, c.end)}
-    return all(text.claimed[k] is None or k in inside for k in range(*span))
+    taken = {k for c in corrected for k in range(c.start, c.end)}
+    return all((text.claimed[k] is None or k in inside) and k not in taken for k in range(*span))
+
+
+MAX_SURFACES = 32  # readings of the words of one span tried together
+
+
+def _surfaces(
+    text: QuestionText, span: tuple[int, int], index: int, readings: dict[int, list[str]]
+) -> Iterator[str]:
+    """The span read with `index` as one of its readings and every other word as written or as one of its own."""
+    options = [readings[k] if k == index else [text.tokens[k].lower, *readings.get(k, [])] for k in range(*span)]
+    for words in itertools.islice(itertools.product(*options), MAX_SURFACES):
+        yield " ".join(words)

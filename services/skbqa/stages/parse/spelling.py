@@ -1,10 +1,17 @@
-"""One-edit typos in names ("chylomicorn assembly", "Alzheimer diseaes"): a question word that occurs in no node
-name and is no English word is corrected to the name word one edit away (insertion, deletion, substitution or
-transposition), when exactly one such word of the same first letter exists. The vocabulary is the loaded SKB's own name words; rapidfuzz does
-the distance in C, over the few words of about the same length."""
+"""Misspelt name words ("chylomicorn assembly", "Alzheimer diseaes", "tumour protein p63"): the name words a
+question word may have been meant as, which the constant pass tries against the words beside it (a reading counts
+only where it completes a name).
+
+An unknown word is read as its spelling variant (British and American spellings, "ph" written "f":
+`spelling_key`), even when English knows it ("tumour" when the names say "tumor"); a word English does not know
+either, as the name words of the same first letter one edit away (insertion, deletion, substitution or
+transposition) or, for a long word with none one edit away, two edits away. A known word may be respelt too
+(`respellings`), which the constant pass allows only into a longer name. The vocabulary is the loaded SKB's own
+name words; rapidfuzz does the distance in C, over the few words of about the same length."""
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import defaultdict
 from collections.abc import Callable
@@ -13,6 +20,37 @@ from functools import lru_cache
 from skbqa.stores.lexicon import NameLexicon
 
 MIN_WORD_CHARS = 5  # shorter words are too often another real word one edit away
+TWO_EDIT_MIN_CHARS = 9  # two edits apart: only long words, where two real words that close are rare
+RESPELL_MIN_CHARS = 6  # a known word read as another one edit away: only longer ones
+MAX_READINGS = 4  # of a misspelt word, tried against the words beside it: the one that completes a name wins
+
+# One spelling for the variants of a word, applied in order to its lower case: either variant then finds the other.
+_VARIANTS = tuple(
+    (re.compile(pattern), replacement)
+    for pattern, replacement in (
+        (r"ph", "f"),  # sulphate, and "f" written for "ph" (stafyloma)
+        (r"leuc", "leuk"),  # leucocyte
+        (r"ae(?=[a-z])", "e"),  # anaemia, haemoglobin, aetiology, gynaecology
+        (r"oe(?=[a-z])", "e"),  # oedema, oesophagus, diarrhoea, foetal, coeliac
+        (r"(?<=[a-z]{3})our(?=(s|ed|ing|ful|less|ite|ites|ism|al|ally)?$)", "or"),  # tumour, behavioural
+        (r"(?<=[a-z]{3})is(?=(e|es|ed|ing|ation|ations|er|ers)$)", "iz"),  # organise, localisation
+        (r"(?<=[a-z]{3})ys(?=(e|es|ed|ing)$)", "yz"),  # analyse, hydrolysed
+        (r"(?<=[bt])re(?=s?$)", "er"),  # centre, fibre
+        (r"(?<=[a-z]{3})ogue(?=s?$)", "og"),  # analogue, catalogue
+        (r"(?<=[a-z]{2}[aeiou])ll(?=(ed|ing|er|ers)$)", "l"),  # labelled, signalling
+        (r"(?<=g)eing$", "ing"),  # ageing
+        (r"(?<=[a-z]{3})mme(?=s?$)", "m"),  # programme
+        (r"(?<=[fc])ence(?=s?$)", "ense"),  # defence, licence
+        (r"grey", "gray"),
+    )
+)
+
+
+def spelling_key(word: str) -> str:
+    """The one spelling `word` (lower case) shares with its British or American variant."""
+    for pattern, replacement in _VARIANTS:
+        word = pattern.sub(replacement, word)
+    return word
 
 
 @lru_cache(maxsize=8192)
@@ -29,35 +67,67 @@ class Speller:
         self._lock = threading.Lock()
         self._vocabulary: set[str] | None = None
         self._buckets: dict[tuple[str, int], list[str]] = {}
+        self._by_key: dict[str, list[str]] = {}
 
     def _words(self) -> set[str]:
         with self._lock:
             if self._vocabulary is None:
                 vocabulary = {w for w in self._lexicon().words() if w.isalpha()}
                 buckets: dict[tuple[str, int], list[str]] = defaultdict(list)
+                by_key: dict[str, list[str]] = defaultdict(list)
                 for word in vocabulary:
-                    if len(word) >= MIN_WORD_CHARS - 1:
+                    if len(word) >= MIN_WORD_CHARS - 2:
                         buckets[(word[0], len(word))].append(word)
+                        by_key[spelling_key(word)].append(word)
                 self._buckets = dict(buckets)
+                self._by_key = dict(by_key)
                 self._vocabulary = vocabulary
             return self._vocabulary
 
     def warm(self) -> None:
         self._words()
 
-    def correct(self, word: str) -> str | None:
-        """The one name word `word` is a one-edit typo of; None when it is a known word or not exactly one fits."""
+    def readings(self, word: str) -> list[str]:
+        """The name words an unknown word may be a misspelling of, best first: its one variant spelling (even of
+        an English word: "tumour" when the names say "tumor"); else, for a word English does not know either, those
+        one edit away or, for a long word with none, two edits away. Empty for a name word as written."""
         lowered = word.lower()
         if len(lowered) < MIN_WORD_CHARS or not lowered.isalpha() or lowered in self._words():
-            return None
+            return []
+        variants = self._by_key.get(spelling_key(lowered), [])
+        if len(variants) == 1:
+            return list(variants)
         if is_english(lowered):
-            return None  # "contain" is a word, not a typo of the name "contrin"
+            return []  # "contain" is a word, not a typo of the name "contrin"
+        found = self._within(lowered, 1)
+        if not found and len(lowered) >= TWO_EDIT_MIN_CHARS:
+            found = self._within(lowered, 2)
+        return found
+
+    def respellings(self, word: str, *, edits: bool = True) -> list[str]:
+        """Other name words a known word may have been meant as: its variant spelling ("tumour" beside "tumor"),
+        and with `edits`, for a word English does not know ("Rodriguez" written for "Rodrigues"), those one edit
+        away."""
+        lowered = word.lower()
+        if len(lowered) < MIN_WORD_CHARS or not lowered.isalpha():
+            return []
+        self._words()
+        found = [w for w in self._by_key.get(spelling_key(lowered), []) if w != lowered]
+        if edits and len(lowered) >= RESPELL_MIN_CHARS and not is_english(lowered):
+            found += [w for w in self._within(lowered, 1) if w != lowered and w not in found]
+        return found[:MAX_READINGS]
+
+    def _within(self, word: str, edits: int) -> list[str]:
+        """Name words of the same first letter at most `edits` edits from `word`, nearest first (at most
+        MAX_READINGS)."""
         from rapidfuzz import process
         from rapidfuzz.distance import DamerauLevenshtein
 
-        found: list[str] = []
-        for length in (len(lowered) - 1, len(lowered), len(lowered) + 1):
-            bucket = self._buckets.get((lowered[0], length), [])
-            matches = process.extract(lowered, bucket, scorer=DamerauLevenshtein.distance, score_cutoff=1, limit=2)
-            found.extend(match[0] for match in matches)
-        return found[0] if len(found) == 1 else None
+        found: list[tuple[int, str]] = []
+        for length in range(len(word) - edits, len(word) + edits + 1):
+            bucket = self._buckets.get((word[0], length), [])
+            matches = process.extract(
+                word, bucket, scorer=DamerauLevenshtein.distance, score_cutoff=edits, limit=MAX_READINGS
+            )
+            found.extend((int(distance), match) for match, distance, _ in matches)
+        return [match for _, match in sorted(found)[:MAX_READINGS]]

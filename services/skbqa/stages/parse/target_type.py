@@ -20,7 +20,7 @@ from skbqa.stages.parse.chain_words import INVERSE_WORDS, hierarchy_depth, is_na
 from skbqa.stages.parse.constants import ConstantSpotter
 from skbqa.stages.parse.edge_word_target import EdgeWordTarget
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
-from skbqa.stages.parse.type_descriptions import agent_types
+from skbqa.stages.parse.type_descriptions import agent_types, place_types
 from skbqa.stages.parse.type_mentions import (
     ARTICLES,
     PREPOSITIONS,
@@ -67,6 +67,7 @@ class TargetTypeReader:
         self._constants = constants
         self._edge_words = EdgeWordTarget(self._schema)
         self._agents = agent_types(self._schema)
+        self._places = place_types(self._schema)
         self._guess_target_type = guess_target_type
         self._context_words = context_words
         self._edge_index = {id(e): i for i, e in enumerate(self._schema.edge_types)}
@@ -79,10 +80,10 @@ class TargetTypeReader:
         which of the three it was."""
         mentions = self._types.mentions(text)
         spans = self._constants.name_spans(text) if head_noun else []
-        asked = self._object_of_do_question(text, mentions, spans) if head_noun else None
-        if asked is not None:
-            warnings.append(f"target type {asked!r}: what the question's last verb reaches from its subject")
-            return asked, "relation"
+        by_object = self._object_of_do_question(text, mentions, spans) if head_noun else None
+        if by_object is not None:
+            warnings.append(f"target type {by_object!r}: what the question's last verb reaches from its subject")
+            return by_object, "relation"
         chosen = choose_target(text, mentions, spans) if head_noun else (mentions[0] if mentions else None)
         head = self._synonyms.head_noun(text, spans) if head_noun else None
         at_head = next((m for m in mentions if head is not None and m.start <= head.start < m.end), None)
@@ -155,14 +156,20 @@ class TargetTypeReader:
             if by_edge is not None:
                 warnings.append(f"target type {by_edge!r}: the question's words name an edge that reaches it")
                 return by_edge, "relation"
-        agent = self._agent_asked(text, chosen, spans) if head_noun else None
-        if agent is not None:
-            warnings.append(f"target type {agent!r}: 'who' asks for the schema's one type of persons or teams")
-            return agent, "synonym"
-        if chosen is not None:
+        asked = self._asked_by_wh_word(text, chosen, spans) if head_noun else None
+        meant: str | None = None
+        if asked is not None and asked[1] in PLACE_QUESTION_WORDS:
+            # a verb that clearly means one edge says which place ("where is the book *kept*": its shelf)
+            meant = self._edge_by_meaning(query, text, spans, mentions)
+        if asked is not None and meant is None:
+            kind = "places" if asked[1] in PLACE_QUESTION_WORDS else "persons or teams"
+            warnings.append(f"target type {asked[0]!r}: {asked[1]!r} asks for the schema's one type of {kind}")
+            return asked[0], "synonym"
+        if chosen is not None and meant is None:
             text.claim(chosen.start, chosen.end, "target")
             return chosen.type_name, "word"
-        meant = self._edge_by_meaning(query, text, spans, mentions) if head_noun else None
+        if meant is None and head_noun:
+            meant = self._edge_by_meaning(query, text, spans, mentions)
         if meant is not None:
             warnings.append(f"target type {meant!r}: the question's words mean an edge that reaches it")
             return meant, "meaning"
@@ -243,18 +250,29 @@ class TargetTypeReader:
             return None
         return far
 
-    def _agent_asked(
+    def _asked_by_wh_word(
         self, text: QuestionText, chosen: TypeMention | None, spans: list[tuple[int, int]]
-    ) -> str | None:
-        """ "*Who* looks after X?", "… maintained by *whom*?": the one type whose nodes are persons or teams, when
-        no type word heads the question (a relative "who" after a noun asks nothing)."""
-        if len(self._agents) != 1 or (chosen is not None and heads_question(text, chosen, spans)):
+    ) -> tuple[str, str] | None:
+        """ "*Who* looks after X?", "… maintained by *whom*?": the one type whose nodes are persons or teams;
+        "*Where* does X localize?": the one type whose nodes are places. Only when no type word heads the question,
+        for a wh-word that asks (a relative "who" or "where" after a noun asks nothing), and for a type an edge
+        joins to the named nodes. Returns the type and the wh-word."""
+        if chosen is not None and heads_question(text, chosen, spans):
             return None
-        for i, token in enumerate(text.tokens):
-            if token.lower in AGENT_QUESTION_WORDS and (
-                i == 0 or text.boundary_before(i) or text.tokens[i - 1].lower in PREPOSITIONS
+        named = self._types_named(text, spans)
+        for question_words, types in ((AGENT_QUESTION_WORDS, self._agents), (PLACE_QUESTION_WORDS, self._places)):
+            if len(types) != 1:
+                continue
+            (asked,) = types
+            if named and not any(
+                {e.source, e.target} & named and asked in (e.source, e.target) for e in self._schema.edge_types
             ):
-                return next(iter(self._agents))
+                continue
+            for i, token in enumerate(text.tokens):
+                if token.lower in question_words and (
+                    i == 0 or text.boundary_before(i) or text.tokens[i - 1].lower in PREPOSITIONS
+                ):
+                    return asked, token.lower
         return None
 
     def _untyped_of_object(
@@ -319,6 +337,7 @@ class TargetTypeReader:
 
 
 AGENT_QUESTION_WORDS = frozenset({"who", "whom", "whoever"})
+PLACE_QUESTION_WORDS = frozenset({"where", "whereabouts"})
 RELATIVE_PRONOUNS = frozenset({"that", "which", "who", "whom", "whose", "where"})
 
 

@@ -92,3 +92,23 @@ def agent_types(schema: Schema) -> set[str]:
         if any((noun_lemma(w) or w) in AGENT_NOUNS for w in words):
             found.add(node_type.name)
     return found
+
+
+# Nouns for a place, in English: "where …" asks for the type whose description calls its nodes so.
+PLACE_NOUNS = frozenset(
+    {"location", "place", "site", "compartment", "locale", "area", "region", "town", "city", "country", "village",
+     "venue", "address"}
+)  # fmt: skip
+
+
+def place_types(schema: Schema) -> set[str]:
+    """The types whose description calls their nodes places ("a location or complex in or around a cell", "also
+    called a category or area"): the noun with an article at most three words before it, so that a description
+    listing attributes ("… gene type and location") names none."""
+    found: set[str] = set()
+    for node_type in schema.node_types:
+        words = _TOKEN.findall(node_type.description.lower())
+        for k, word in enumerate(words):
+            if (noun_lemma(word) or word) in PLACE_NOUNS and {"a", "an"} & set(words[max(0, k - 3) : k]):
+                found.add(node_type.name)
+    return found
