@@ -314,10 +314,23 @@ def test_ungrounded_queries_fall_back() -> None:
         {"a": (None, True), "b": (None, False), "y": (None, False), "w": (None, False)},
         [Triplet("a", "x", "b"), Triplet("y", "x", "w")],
     )
-    for q in (no_triplets, no_constants, detached):
-        result = _scope(graph, q, {"a": [1]})
+    for q, ranked in ((no_triplets, {"a": [1]}), (no_constants, {}), (detached, {"a": [1]})):
+        result = _scope(graph, q, ranked)
         assert not result.grounded and result.reason and result.candidates.size == 0 and result.result is None
     assert not _scope(graph, query, {"a": [1], "b": [50]}, l_max=0).grounded
+
+
+def test_a_query_without_constants_grounds_once_from_its_filtered_sets() -> None:
+    # "genes on chromosome 21 with some disease": the filtered set is used whole, once, and the triplet keeps the
+    # answers that have such a neighbour
+    graph, _ = _scope_fixture(right_degree=2)
+    query = _query("y", {"a": (None, False), "y": (None, False)}, [Triplet("a", "x", "y")])
+    result = _scope(graph, query, {"a": [1, 2]})  # filtered: a is 1 or 2; y is what they reach over x
+    assert result.grounded and result.iterations == [(0.0, 2)]
+    assert result.candidates.tolist() == [100, 101]
+    assert result.levels.tolist() == [1] * result.candidates.size
+    narrowed = _scope(graph, query, {"a": [1, 2], "y": [101, 105]})  # and the answer's own filter with it
+    assert narrowed.candidates.tolist() == [101]
 
 
 # ------------------------------------------------------------------------------------------ randomized reference

@@ -4,6 +4,7 @@ strands' blend. Each switch turned off gives the older reading, so every test al
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from skbqa.engine.embedded import EmbeddedEngine
@@ -202,3 +203,34 @@ def test_a_type_word_after_a_name_of_its_type_types_that_name(biomed_sample_engi
     """ "For the Hypogonadism phenotype, which diseases …": "phenotype" types the name before it."""
     parsed = parse(biomed_sample_engine, "For the Hypogonadism phenotype, which diseases are annotated with it?")
     assert parsed.target_type == "disease"
+
+
+@pytest.mark.parametrize("preposition", ["of", "in", "for"])
+def test_a_noun_of_a_disease_is_no_disease_when_no_edge_joins_diseases(
+    biomed_sample_engine: EmbeddedEngine, preposition: str
+) -> None:
+    # "symptoms" reads as a disease word on its own (diseases' texts speak of symptoms); "the symptoms in X" cannot
+    # be diseases when X is one and no edge joins two diseases
+    parsed = parse(biomed_sample_engine, f"What are the symptoms {preposition} preeclampsia?")
+    assert parsed.target_type == "phenotype"
+    assert {s.names for s in parsed.constants} == {("preeclampsia",)}
+
+
+@pytest.mark.parametrize("some", ["at least one", "some", "any", "a"])
+def test_a_type_word_after_an_existential_word_requires_such_a_neighbour(
+    biomed_sample_engine: EmbeddedEngine, some: str
+) -> None:
+    question = f"Which genes on chromosome 8 are associated with {some} disease?"
+    parsed = parse(biomed_sample_engine, question)
+    assert edges(parsed) == {("y", "gene_associated_with_disease", "e1")}
+    assert parsed.symbols["e1"].type == "disease" and not parsed.symbols["e1"].is_constant
+    answer = biomed_sample_engine.ask(question, strategy="af", k=5)
+    graph, nodes = biomed_sample_engine.stores.graph, biomed_sample_engine.stores.nodes
+    grounded = [i for i in answer.items if i.source == "grounded"]
+    assert grounded, answer.notes.get("scope")
+    for item in grounded:  # every grounded answer is on chromosome 8 and has a disease
+        position = int(nodes.positions([item.node_id])[0])
+        assert "8" in str(nodes.attrs[position].get("chromosome")).split(",")
+        assert int(graph.degree(np.asarray([position]), "gene_associated_with_disease", "out").sum()) > 0
+    # a type word that names the answer's own kind or types a name adds nothing
+    assert "e1" not in parse(biomed_sample_engine, "What is a disease associated with BRCA1?").symbols

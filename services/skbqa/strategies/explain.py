@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
+
 from skbqa.ingest.documents import document
 from skbqa.query.context import Candidate
 from skbqa.stores.index import IndexStores
@@ -10,14 +13,24 @@ from skbqa.stores.text.bm25 import words
 MAX_TERMS_SHOWN = 6
 
 
+@lru_cache(maxsize=64)
+def _question_terms(question: str) -> tuple[tuple[str, ...], re.Pattern[str] | None]:
+    """The question's terms in order, and one pattern that finds any of them as a whole word (a list of up to
+    100 answers is explained against one question: its terms are read once, and each document is scanned once
+    for them instead of being split into words)."""
+    terms = tuple(dict.fromkeys(words(question)))
+    if not terms:
+        return terms, None
+    alternatives = "|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True))
+    return terms, re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)")
+
+
 def matched_terms(stores: IndexStores, question: str, position: int) -> list[str]:
-    question_tokens = words(question)
-    doc_tokens = set(words(document(stores.nodes, position)))
-    seen: list[str] = []
-    for token in question_tokens:
-        if token in doc_tokens and token not in seen:
-            seen.append(token)
-    return seen[:MAX_TERMS_SHOWN]
+    terms, pattern = _question_terms(question)
+    if pattern is None:
+        return []
+    found = set(pattern.findall(document(stores.nodes, position).lower()))
+    return [t for t in terms if t in found][:MAX_TERMS_SHOWN]
 
 
 def _graph_reason(candidate: Candidate) -> str:

@@ -21,9 +21,10 @@ def candidates_per_constant(scope: float, l_max: int) -> int:
     return min(math.floor(scope + 0.5), l_max)
 
 
-def _grounding_component_has_constant(query: StructuredQuery) -> bool:
-    """Whether the target is linked through triplets to a constant (otherwise the graph strand cannot focus)."""
-    constants = {s.name for s in query.constants}
+def _grounding_component_has_constant(query: StructuredQuery, anchors: set[str] | None = None) -> bool:
+    """Whether the target is linked through triplets to a constant, or to one of `anchors` (otherwise the graph
+    strand cannot focus)."""
+    constants = {s.name for s in query.constants} if anchors is None else anchors
     adjacency: dict[str, set[str]] = {}
     for tp in query.triplets:
         adjacency.setdefault(tp.head, set()).add(tp.tail)
@@ -66,16 +67,20 @@ def expand_scope(
     candidate (every constant's list is shorter) reuses the previous grounding; the loop stops once every list
     is exhausted. Entries of `ranked_candidates` for variables (attribute-filtered sets) are used whole.
 
-    Ungrounded (graph strand skipped, the pipeline falls back to step 7): no triplet, no constant, no triplet
-    chain linking the target to a constant, or l_max < 1.
+    Without a constant, a query whose target is linked to an attribute-filtered variable ("genes on chromosome 21
+    with some disease") is grounded once from those sets, whole.
+
+    Ungrounded (graph strand skipped, the pipeline falls back to step 7): no triplet, no constant (nor filtered
+    set), no triplet chain linking the target to one, or l_max < 1.
     """
     constants = [s.name for s in query.constants]
+    filtered = {name for name in ranked_candidates if name not in constants}
     reason = ""
     if not query.triplets:
         reason = "the query has no triplet"
-    elif not constants:
+    elif not constants and not filtered:
         reason = "the query has no constant"
-    elif not _grounding_component_has_constant(query):
+    elif not _grounding_component_has_constant(query, None if constants else filtered):
         reason = "no triplet chain links the target to a constant"
     elif l_max < 1:
         reason = "l_max < 1 disables graph grounding"
@@ -84,7 +89,7 @@ def expand_scope(
 
     ranked = {name: np.asarray(ranked_candidates.get(name, EMPTY), np.int64) for name in constants}
     fixed = {name: arr for name, arr in ranked_candidates.items() if name not in ranked}
-    longest = max(arr.size for arr in ranked.values())
+    longest = max((arr.size for arr in ranked.values()), default=0)
 
     def ground(count: int) -> GroundingResult:
         subset = {name: arr[:count] for name, arr in ranked.items()}
@@ -101,6 +106,10 @@ def expand_scope(
             max_evidence=max_evidence,
         )
 
+    if not constants:
+        only = ground(0)
+        size = int(only.candidates.size)
+        return ScopeResult(True, only.candidates, 0.0, 0, [(0.0, size)], only, levels=np.ones(size, np.int64))
     iterations: list[tuple[float, int]] = []
     scope = 1.0  # the paper's l
     result: GroundingResult | None = None

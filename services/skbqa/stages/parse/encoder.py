@@ -31,6 +31,7 @@ from skbqa.stages.parse.base import Reading
 from skbqa.stages.parse.chain_words import SHARING_WORDS, TWO_LEVEL_WORDS, hierarchy_depth, is_narrower_noun
 from skbqa.stages.parse.constants import FUZZY_MIN_COSINE, Constant, ConstantSpotter
 from skbqa.stages.parse.cues import TextCue, claim_text_cues
+from skbqa.stages.parse.existence import add_existence_triplets
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.relations import RelationChooser
 from skbqa.stages.parse.target_type import TargetTypeGuesser, TargetTypeReader
@@ -160,6 +161,10 @@ class EncoderParser:
         with query.stage("parse.relations"):
             parsed = self._assembler.assemble(query, text, target_type, constants, warnings, chains=reading.chains)
         parsed.constraints.extend(constraints)
+        if reading.chains:
+            starts = {c.start for c in constants}
+            chooser = self._relations(query.encoder)
+            add_existence_triplets(parsed, text, self._types.mentions(text), starts, chooser, parsed.warnings)
         parsed.text_constraints.extend(t for t in texts if t)
         leftover = [
             w

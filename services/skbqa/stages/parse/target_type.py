@@ -283,18 +283,23 @@ class TargetTypeReader:
         mentions: list[TypeMention],
         encoder: Encoder,
     ) -> set[str]:
-        """The types the head noun cannot be, read from "<head> of (the) <node>": the object's types that no edge
-        joins to nodes of their own type (a thing *of* a disease is a disease only through a disease–disease
-        edge)."""
+        """The types the head noun cannot be, read from "<head> of (the) <node>" ("in", "for", "between", "among"
+        alike): the object's types that no edge joins to nodes of their own type (a thing *of* a disease, the signs
+        *in* or *between* diseases, is a disease only through a disease–disease edge)."""
         j = head.end
-        if text.words(j, j + 1) != ["of"]:
+        if text.words(j, j + 1)[:1] not in (["of"], ["in"], ["for"], ["between"], ["among"]):
             return set()
         j += 1
         while j < len(text) and text.tokens[j].lower in ARTICLES:
             j += 1
         named = {m.type_name for m in mentions if m.start == j}
         named |= self._types_named(text, [(s, e) for s, e in spans if s == j])
-        if not named and j < len(text) and (lemma := noun_lemma(text.tokens[j].lower)) is not None:
+        if (
+            not named
+            and j < len(text)
+            and text.tokens[j].lower not in FUNCTION_WORDS  # "conditions in *which* …": a relative clause
+            and (lemma := noun_lemma(text.tokens[j].lower)) is not None
+        ):
             # "symptoms of the *disorders* …": the object named by a synonym
             of_object = self._synonyms.type_of(text, HeadNoun(j, j + 1, lemma), encoder)
             named = {of_object} if of_object is not None else set()

@@ -12,7 +12,7 @@ from skbqa.query.grounded import ScopeResult
 from skbqa.query.structured import StructuredQuery
 from skbqa.stages.config import AfConfig
 from skbqa.stages.ranking.evidence import grounded_evidence
-from skbqa.stages.ranking.fusion import fused_pool, min_max
+from skbqa.stages.ranking.fusion import FusedPool, fused_pool, min_max
 from skbqa.stages.ranking.phrases import phrase_matches
 from skbqa.stores.index import IndexStores
 
@@ -61,7 +61,10 @@ class RankStep:
         taken = np.asarray([c.position for c in grounded], np.int64)
         confidence = parsed.confidence
         unsure = config.blend and confidence is not None and confidence < TRUST_PARSE and bool(grounded)
-        fill = self._fill(query, config, taken, config.k if unsure else config.k - len(grounded))
+        wanted = config.k if unsure else config.k - len(grounded)
+        # one pool for the pipeline's fill and for the rest of a longer list (MRR at depth 100)
+        pool = self._fill_pool(query, config, taken, max(wanted, k - len(grounded)))
+        fill = pool.candidates(wanted, "vss")
         for candidate in fill:
             candidate.evidence["strand"] = "vector fill (step 7)"
         if unsure:
@@ -75,8 +78,12 @@ class RankStep:
             top = grounded + fill
         if k <= len(top):
             return top, len(top)  # step 8 reorders the pipeline's k before the caller cuts the list to k
-        taken = np.asarray([c.position for c in top], np.int64)
-        more = self._fill(query, config, taken, k - len(top))
+        listed = {c.position for c in top}
+        more = [c for c in pool.candidates(k + len(fill), "vss") if c.position not in listed][: k - len(top)]
+        if len(more) < k - len(top) and pool.keys.size >= k - len(grounded):
+            # the pool ran short of nodes outside the list (its own top were taken): search past them
+            taken = np.asarray(sorted(listed), np.int64)
+            more = self._fill_pool(query, config, taken, k - len(top)).candidates(k - len(top), "vss")
         for candidate in more:
             candidate.evidence["strand"] = "beyond the pipeline's k (step 7 order)"
         return top + more, len(top)
@@ -89,7 +96,8 @@ class RankStep:
         order = np.lexsort((scope.candidates, scope.levels))
         return [self._grounded(parsed, scope, int(i), 0.0, {}) for i in order[:limit]]
 
-    def _fill(self, query: QueryContext, config: AfConfig, taken: np.ndarray, count: int) -> list[Candidate]:
+    def _fill_pool(self, query: QueryContext, config: AfConfig, taken: np.ndarray, count: int) -> FusedPool:
+        """Step 7's pool from the predicted type (at least `count` nodes when the index has them), minus `taken`."""
         parsed = query.notes.get("parsed", {})
         type_code = self._type_codes.get(parsed.get("predicted_type") or parsed.get("target_type") or "")
         confidence = parsed.get("confidence")
@@ -107,7 +115,7 @@ class RankStep:
             matches = phrase_matches(self._stores.nodes, parsed.get("text", []), pool.keys)
             if matches.any():
                 pool.fused = pool.fused + matches  # a verbatim phrase outranks any fused score (those are ≤ 1)
-            return pool.candidates(count, "vss")
+            return pool
 
     def _rank_grounded(
         self, query: QueryContext, parsed: StructuredQuery, scope: ScopeResult, k: int, config: AfConfig
