@@ -127,3 +127,17 @@ def test_saved_lexicon_is_read_back_for_its_table_only(tmp_path) -> None:  # typ
     other = table([("gene", "only one", {})])
     other.directory = tmp_path  # a file saved for another table is not trusted
     assert NameLexicon.build(other).positions("only one").tolist() == [0]
+
+
+def test_a_short_acronym_value_counts_alone_only_as_stored() -> None:
+    rows = [
+        ("disease", f"d{i}", {"source": ["OMIM", "ORPHA", "DECIPHER"][i % 3], "mood": "sad"}) for i in range(30)
+    ]
+    spotter = AttributeSpotter(AttributeCatalog.build(table(rows)))
+
+    def spot(question: str) -> list[tuple[str, str, object]]:
+        return [(c.attribute, c.op, c.value) for c in spotter(QuestionText.of(question), "disease")]
+
+    assert spot("What OMIM diseases are linked to CFTR?") == [("source", "=", "OMIM")]
+    assert spot("diseases with omim ids") == []  # lower case: too short to tell from a word
+    assert spot("Which diseases make you sad?") == []  # a short lower-case value is an English word

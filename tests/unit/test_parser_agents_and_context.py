@@ -63,6 +63,8 @@ NODES = [
     {"id": 9, "type": "shelf", "name": "NLC", "text": "the reference shelf"},
     {"id": 10, "type": "shelf", "name": "Quiet Orchards", "text": "the poetry shelf"},
     {"id": 11, "type": "town", "name": "tome", "text": "a hamlet"},
+    {"id": 12, "type": "book", "name": "Authored", "text": "a memoir"},
+    {"id": 13, "type": "book", "name": "Quote", "text": "an anthology"},
     {"id": 7, "type": "town", "name": "Northshire", "text": "the capital"},
     {"id": 8, "type": "town", "name": "Elmbridge", "text": "a village"},
 ]
@@ -105,6 +107,20 @@ def test_where_asks_for_the_one_type_of_places_an_edge_reaches(engine: EmbeddedE
     assert any("'where' asks for" in w for w in parsed.warnings)
     # no edge joins books to towns: "where" does not make a town the answer about a book
     assert parse(engine, "where is Salt Roads?").target_type != "town"
+
+
+def test_a_participle_joined_to_a_name_by_a_hyphen_relates_it(engine: EmbeddedEngine) -> None:
+    # a book is called "Authored"; in "Ada Voss-authored books" the word relates the writer to the books
+    parsed = parse(engine, "Ada Voss-authored books")
+    assert [s.names for s in parsed.constants] == [("Ada Voss",)]
+    assert edges(parsed) == {("y", "written_by", "c1")}
+    assert [s.names for s in parse(engine, "books citing Authored").constants] == [("Authored",)]
+
+
+def test_a_verb_right_after_a_relative_pronoun_is_the_clauses_verb(engine: EmbeddedEngine) -> None:
+    # a book is called "Quote": before a preposition it is the relative clause's verb, before a verb its subject
+    assert [s.names for s in parse(engine, "books that quote from Salt Roads").constants] == [("Salt Roads",)]
+    assert [s.names for s in parse(engine, "books that quote cites").constants] == [("quote",)]
 
 
 def test_a_descriptions_opening_phrase_names_its_type(schema: Schema) -> None:
@@ -165,7 +181,12 @@ def test_a_site_names_the_addresses_on_it(engine: EmbeddedEngine) -> None:
 
 
 def test_a_source_the_descriptions_cite_is_no_constraint(engine: EmbeddedEngine) -> None:
-    for question in ("which books did Ada Voss write in NLC?", "What NLC books did Ada Voss write?"):
+    for question in (
+        "which books did Ada Voss write in NLC?",
+        "What NLC books did Ada Voss write?",
+        "NLC books written by Ada Voss",  # at the question's start
+        "anything in NLC that Ada Voss wrote?",  # a relative clause after it
+    ):
         parsed = parse(engine, question)
         assert [names for s in parsed.symbols.values() if (names := s.names)] == [("Ada Voss",)], question
     # a shelf the descriptions do not cite stays a constraint in the same place

@@ -234,3 +234,10 @@ def test_a_type_word_after_an_existential_word_requires_such_a_neighbour(
         assert int(graph.degree(np.asarray([position]), "gene_associated_with_disease", "out").sum()) > 0
     # a type word that names the answer's own kind or types a name adds nothing
     assert "e1" not in parse(biomed_sample_engine, "What is a disease associated with BRCA1?").symbols
+
+
+def test_a_hop_the_words_do_not_tell_apart_accepts_any_edge(biomed_sample_engine: EmbeddedEngine) -> None:
+    # three edges join diseases to phenotypes; "phenotypic features of" names the way, not which of them
+    parsed = parse(biomed_sample_engine, "phenotypic features of BRCA1-associated diseases")
+    assert parsed.target_type == "phenotype"
+    assert edges(parsed) == {("c1", "gene_associated_with_disease", "m1"), ("m1", None, "y")}

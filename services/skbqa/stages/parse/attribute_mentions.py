@@ -2,8 +2,9 @@
 
 - A small-vocabulary attribute named in the question and followed by one of its values: "located on *chromosome
   17*" → chromosome = "17"; "with *gene type* ncRNA".
-- A distinctive value on its own (not a number, at least MIN_BARE_VALUE_CHARS long, of an attribute with few
-  values): "written in *English*" → language = "English".
+- A distinctive value on its own (not a number, at least MIN_BARE_VALUE_CHARS long or an upper-case acronym
+  written as stored, of an attribute with few values): "written in *English*" → language = "English", "*OMIM*
+  diseases" → source = "OMIM".
 - A numeric or date attribute named with a comparison and a number: "a *rating above 6.5*" → rating > 6.5,
   "*year* before 2010", "more than 10 *pages*".
 Attribute names and values come from the `AttributeCatalog`; only the comparison words are English.
@@ -247,7 +248,7 @@ class AttributeSpotter:
                 value = values.get(loose(surface))
                 if (
                     value is not None
-                    and len(surface) >= MIN_BARE_VALUE_CHARS
+                    and (len(surface) >= MIN_BARE_VALUE_CHARS or _acronym_as_stored(surface, value))
                     and not _NUMBER.match(surface)
                     and not (n == 1 and is_discourse_word(text.tokens[start].lower))  # "*Other* than X, …"
                 ):
@@ -305,3 +306,8 @@ def _number(text: QuestionText, index: int) -> tuple[float | int, int] | None:
             literal += "." + tokens[end].text
             end += 1
     return (float(literal) if "." in literal else int(literal)), end
+
+
+def _acronym_as_stored(surface: str, value: str) -> bool:
+    """A short value that is an upper-case acronym, written exactly so ("OMIM"): no English word in disguise."""
+    return surface == value and len(surface) >= 3 and surface.isupper() and surface.isalpha()

@@ -13,6 +13,7 @@ from functools import lru_cache
 import numpy as np
 
 from skbqa.query.context import QueryContext
+from skbqa.stages.parse.chain_words import RELATIVE_PRONOUNS
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
 from skbqa.stages.parse.relations import stems
 from skbqa.stages.parse.spelling import Speller, is_english
@@ -250,10 +251,31 @@ class ConstantSpotter:
             return False
         if index == 0 and word in QUESTION_WORDS:  # "*Identify* all the tags …", "*List* …": the request itself
             return False
+        if text.gap_before(index) == "-" and text.tokens[index].text.islower() and _a_participle(word):
+            return False  # "Golgi stack-*localized* genes", "CLRN1-*related*": it relates the word before
+        if self._verb_of_relative_clause(text, index):
+            return False
+
         if text.tokens[index].text.islower() and _only_a_modifier(word) and not self._typed_next_to(text, index):
             # "but *only* those …", "*less* than 9": English, unless a type word says it is one ("the less package")
             return False
         return index == 0 or text.tokens[index - 1].lower not in INDEFINITE_ARTICLES
+
+    @staticmethod
+    def _verb_of_relative_clause(text: QuestionText, index: int) -> bool:
+        """ "… that *links* against libnet1": a lower-case verb right after a relative pronoun, followed by a
+        preposition or an article, is the clause's verb (in "… that *curl* depends on" a verb follows: the word is
+        the clause's subject, a name)."""
+        if index == 0 or text.tokens[index - 1].lower not in RELATIVE_PRONOUNS or index + 1 >= len(text):
+            return False
+        if not text.tokens[index].text.islower():
+            return False
+        following = text.tokens[index + 1].lower
+        if following not in FUNCTION_WORDS and following not in EXTRA_PREPOSITIONS:
+            return False
+        from lemminflect import getAllLemmas
+
+        return "VERB" in getAllLemmas(text.tokens[index].lower)
 
     def _typed_next_to(self, text: QuestionText, index: int) -> bool:
         """A type word right after ("the less package"), or a singular one right before ("the package less"; "the
@@ -295,6 +317,17 @@ class ConstantSpotter:
 
     def connecting(self, word: str) -> bool:
         return word in FUNCTION_WORDS or word[:5] in self.relation_stems
+
+
+# Prepositions a verb may take that the function words leave out
+EXTRA_PREPOSITIONS = frozenset({"against", "upon", "onto", "towards", "toward", "alongside"})
+
+
+def _a_participle(word: str) -> bool:
+    """Whether the word is a verb's past participle ("localized", "related", "encoded")."""
+    from lemminflect import getAllLemmas
+
+    return word.endswith("ed") and "VERB" in getAllLemmas(word)
 
 
 @lru_cache(maxsize=4096)

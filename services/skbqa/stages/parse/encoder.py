@@ -28,7 +28,13 @@ from skbqa.query.structured import AttributeConstraint, StructuredQuery
 from skbqa.stages.parse.abbreviations import Abbreviations
 from skbqa.stages.parse.assemble import QueryAssembler
 from skbqa.stages.parse.base import Reading
-from skbqa.stages.parse.chain_words import SHARING_WORDS, TWO_LEVEL_WORDS, hierarchy_depth, is_narrower_noun
+from skbqa.stages.parse.chain_words import (
+    RELATIVE_PRONOUNS,
+    SHARING_WORDS,
+    TWO_LEVEL_WORDS,
+    hierarchy_depth,
+    is_narrower_noun,
+)
 from skbqa.stages.parse.constants import FUZZY_MIN_COSINE, Constant, ConstantSpotter
 from skbqa.stages.parse.cues import TextCue, claim_text_cues
 from skbqa.stages.parse.existence import add_existence_triplets
@@ -263,17 +269,23 @@ class EncoderParser:
         """ "… the nginx package *in Debian*?", "… subtypes of tachycardia *in HPO*": a place named by the knowledge
         base's own name or description, or a source its type descriptions cite by acronym, is where every answer
         is, not a node the answer is related to; claimed before names are looked up, so it never becomes one."""
-        for i in range(1, len(text)):
+        for i in range(len(text)):
             word = text.tokens[i].lower
-            if word not in self._own_words or not text.free(i - 1, i + 1):
+            if word not in self._own_words or not text.free(max(i - 1, 0), i + 1):
                 continue
-            closing = i + 1 == len(text) or text.boundary_before(i + 1) or text.is_boundary_word(i + 1)
-            if text.tokens[i - 1].lower in KB_CONTEXT_PREPOSITIONS and closing:
+            closing = (
+                i + 1 == len(text)
+                or text.boundary_before(i + 1)
+                or text.is_boundary_word(i + 1)
+                or text.tokens[i + 1].lower in RELATIVE_PRONOUNS  # "anything *in HPO* that counts as …"
+            )
+            if i > 0 and text.tokens[i - 1].lower in KB_CONTEXT_PREPOSITIONS and closing:
                 text.claim(i - 1, i + 1, "context")
-            elif (  # "What *HPO* terms …": the source qualifies the answer's noun
+            elif (  # "What *HPO* terms …", "*HPO* terms two levels below …": the source qualifies the answer's noun
                 word in self._sources
-                and text.tokens[i - 1].lower in QUESTION_WORDS | ARTICLES
+                and (i == 0 or text.tokens[i - 1].lower in QUESTION_WORDS | ARTICLES)
                 and i + 1 < len(text)
+                # a plural noun: "an *EC number*" names an attribute, "*EC numbers*" after "with" too
                 and noun_lemma(text.tokens[i + 1].lower) not in (None, text.tokens[i + 1].lower)
             ):
                 text.claim(i, i + 1, "context")

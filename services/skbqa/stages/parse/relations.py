@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -151,7 +151,26 @@ class RelationChooser:
         ranked = [RelationOption(o.hops, o.vias, s) for s, _, o in scored]
         if len(ranked) > 1 and _rivals(ranked[0], ranked[1]):
             ranked[0] = RelationOption(ranked[0].hops, ranked[0].vias, ranked[0].score, any_edge=True)
+        elif len(ranked) > 1 and (hop := _rival_hop(ranked[0], ranked[1])) is not None:
+            # "phenotypic features of X-associated diseases": the words pick the way, not the last hop's edge
+            best = ranked[0]
+            hops = tuple(replace(h, any_edge=True) if k == hop else h for k, h in enumerate(best.hops))
+            ranked[0] = RelationOption(hops, best.vias, best.score)
         return ranked
+
+
+def _rival_hop(best: RelationOption, second: RelationOption) -> int | None:
+    """The one hop where two paths through the same types differ only by its edge, when the words score them
+    within AMBIGUITY_MARGIN of each other."""
+    if len(best.hops) < 2 or len(best.hops) != len(second.hops) or best.vias != second.vias:
+        return None
+    if best.score - second.score >= AMBIGUITY_MARGIN or second.score <= -5.0:
+        return None
+    pairs = list(zip(best.hops, second.hops, strict=True))
+    if any(a.from_constant_side != b.from_constant_side for a, b in pairs):
+        return None
+    differing = [k for k, (a, b) in enumerate(pairs) if a.edge is not b.edge]
+    return differing[0] if len(differing) == 1 else None
 
 
 def _rivals(best: RelationOption, second: RelationOption) -> bool:
