@@ -141,3 +141,29 @@ def test_a_short_acronym_value_counts_alone_only_as_stored() -> None:
     assert spot("What OMIM diseases are linked to CFTR?") == [("source", "=", "OMIM")]
     assert spot("diseases with omim ids") == []  # lower case: too short to tell from a word
     assert spot("Which diseases make you sad?") == []  # a short lower-case value is an English word
+
+
+def test_a_capitalised_start_of_many_codes_before_the_type_word_is_a_family() -> None:
+    symbols = [f"TLR{i}" for i in range(1, 6)] + ["SLC1A1", "SLC2A4", "SLC7A9", "BRCA1", "DNAH1", "DNAJ2", "DNAK7"]
+    symbols += ["TLR10", "TLR11", "TLR12"] + [f"GN{i}" for i in range(60)]  # families are a minority
+    rows = [("gene", f"gene {s}", {"symbol": s, "chromosome": str(i % 3 + 1)}) for i, s in enumerate(symbols)]
+    names = {"dna repair"}
+    spotter = AttributeSpotter(AttributeCatalog.build(table(rows)), is_name=lambda phrase: phrase.lower() in names)
+
+    def spot(question: str) -> list[tuple[str, str, object]]:
+        return [(c.attribute, c.op, c.value) for c in spotter(QuestionText.of(question), "gene")]
+
+    assert spot("Which TLR genes are on chromosome 2?") == [
+        ("symbol", "STARTS WITH", "TLR"),
+        ("chromosome", "=", 2),
+    ]
+    assert spot("the SLC transporter genes") == [("symbol", "STARTS WITH", "SLC")]  # one word between
+
+    def families(question: str) -> list[tuple[str, str, object]]:
+        return [found for found in spot(question) if found[1] == "STARTS WITH"]
+
+    assert families("BRCA1 genes") == []  # one value: a name, not a family
+    assert families("DNA repair genes") == []  # the start of a longer name
+    assert families("tlr genes") == [] and families("genes like TLR") == []  # lower case; not before the type
+    assert families("the TLR5 gene") == [] and families("TLR1 genes") == []  # a code of its own, one gene
+    assert families("Which GN genes are there?") == []  # a start most codes share says nothing

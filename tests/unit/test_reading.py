@@ -241,3 +241,15 @@ def test_a_hop_the_words_do_not_tell_apart_accepts_any_edge(biomed_sample_engine
     parsed = parse(biomed_sample_engine, "phenotypic features of BRCA1-associated diseases")
     assert parsed.target_type == "phenotype"
     assert edges(parsed) == {("c1", "gene_associated_with_disease", "m1"), ("m1", None, "y")}
+
+
+def test_a_name_beside_another_takes_its_type_when_it_has_it(biomed_sample_engine: EmbeddedEngine) -> None:
+    # osteoporosis names a disease and a phenotype; after the phenotype azoospermia it is the phenotype
+    parsed = parse(
+        biomed_sample_engine, "Which diseases have both azoospermia and osteoporosis among their features?"
+    )
+    assert parsed.target_type == "disease"
+    assert {(s.type, s.names) for s in parsed.constants} == {
+        ("phenotype", ("azoospermia",)),
+        ("phenotype", ("osteoporosis",)),
+    }

@@ -41,6 +41,7 @@ class _Plan:
     inner: list[TypeMention]  # type words between the answer and the constant: intermediate nodes
     left: int  # the clause's first token
     subject: bool  # whether the constant is the subject of a relation between two nodes of one type
+    beside: bool = False  # "X *and* Y": of the type the name before it has, when it has that one
 
 
 class QueryAssembler:
@@ -111,11 +112,10 @@ class QueryAssembler:
             left, right = text.clause(constant.start, constant.end)
             clause = self._relating(text, constant, hints)  # without "the package" before "X"
             previous = plans[-1] if plans else None
-            coordinated = (
-                previous is not None
-                and all(w in COORDINATION for w in text.words(previous.constant.end, constant.start))
-                and not content_words(clause[0] + clause[1])
+            beside = previous is not None and all(
+                w in COORDINATION for w in text.words(previous.constant.end, constant.start)
             )
+            coordinated = beside and not content_words(clause[0] + clause[1])
             if coordinated and previous is not None:
                 # "shared by X *and* Y", "both curl and wget": the second name stands where the first does
                 subject, clause = previous.subject, previous.clause
@@ -143,7 +143,7 @@ class QueryAssembler:
                 options = chooser.options(type_name, target_type, constant_is_subject=subject)
                 by_type.append((type_name, nodes, options))
             phrase = previous.phrase if coordinated and previous is not None else self._phrase(text, constant)
-            plan = _Plan(constant, phrase, by_type, clause, inner, left, subject)
+            plan = _Plan(constant, phrase, by_type, clause, inner, left, subject, beside)
             plans.append(plan)
             if chains and (inner or content_words(clause[0])):
                 wanted.update(chain_phrases(clause[0], clause[1], [(m.start - left, m.end - left) for m in inner]))
@@ -154,11 +154,16 @@ class QueryAssembler:
         vectors = query.encode_with_question(phrases)
         phrase_vectors = {i: vectors[j] for j, i in enumerate(ambiguous)}
         encoded = {p: vectors[len(ambiguous) + j] for j, p in enumerate(sorted(wanted))}
+        chosen_types: dict[int, str] = {}
         for index, plan in enumerate(plans):
             name = f"c{index + 1}"
             best: tuple[float, str, RelationOption] | None = None
             chained: tuple[float, str, RelationOption, tuple[TypeMention, ...]] | None = None
-            for type_name, nodes, options in plan.by_type:
+            by_type = plan.by_type
+            if plan.beside and index - 1 in chosen_types:
+                # "both hypertension *and* laryngomalacia": a name of several types takes the one before it has
+                by_type = [b for b in by_type if b[0] == chosen_types[index - 1]] or by_type
+            for type_name, nodes, options in by_type:
                 for mentions in _mention_runs(plan.inner):
                     found = reader.via_mentions(
                         plan.clause, mentions, [m.start - plan.left for m in mentions], target_type, type_name,
@@ -188,6 +193,7 @@ class QueryAssembler:
                 warnings.append(f"{plan.constant.surface!r} cannot be related to a {target_type}: used as text")
                 continue
             _, type_name, option = best
+            chosen_types[index] = type_name
             if (
                 chained is None
                 and plan.constant.exact

@@ -5,6 +5,7 @@
 - A distinctive value on its own (not a number, at least MIN_BARE_VALUE_CHARS long or an upper-case acronym
   written as stored, of an attribute with few values): "written in *English*" → language = "English", "*OMIM*
   diseases" → source = "OMIM".
+- A family of codes: "*TLR* genes" → symbol STARTS WITH "TLR" (`family_prefixes`).
 - A numeric or date attribute named with a comparison and a number: "a *rating above 6.5*" → rating > 6.5,
   "*year* before 2010", "more than 10 *pages*".
 Attribute names and values come from the `AttributeCatalog`; only the comparison words are English.
@@ -13,10 +14,12 @@ Attribute names and values come from the `AttributeCatalog`; only the comparison
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from skbqa.query.structured import AttributeConstraint, Operator
 from skbqa.stages.parse.code_values import CodeValueSpotter
+from skbqa.stages.parse.family_prefixes import FamilyPrefixSpotter
 from skbqa.stages.parse.question_text import QuestionText, is_discourse_word
 from skbqa.stages.parse.type_mentions import plural
 from skbqa.stages.parse.url_hosts import UrlHostSpotter
@@ -115,7 +118,10 @@ class _Vocabulary:
 
 
 class AttributeSpotter:
-    def __init__(self, catalog: AttributeCatalog, symbol: str = "y") -> None:
+    def __init__(
+        self, catalog: AttributeCatalog, symbol: str = "y", *, is_name: Callable[[str], bool] | None = None
+    ) -> None:
+        """`is_name`: whether a phrase is some node's name or alias (a family prefix never starts one)."""
         self._catalog = catalog
         self._symbol = symbol
         self._vocabularies: dict[str, list[_Vocabulary]] = {}  # per node type, prepared once
@@ -123,6 +129,7 @@ class AttributeSpotter:
         self._year_key: dict[str, str | None] = {}  # the one year-valued (or date) attribute of a type, if unique
         self._codes = CodeValueSpotter(catalog, symbol)
         self._hosts = UrlHostSpotter(catalog, symbol)
+        self._families = FamilyPrefixSpotter(catalog, symbol, is_name)
 
     def prepare(self, node_type: str) -> None:
         """Build a type's vocabularies now (a few hundred ms for large list-valued columns) instead of on the
@@ -160,6 +167,7 @@ class AttributeSpotter:
         self._year_key[node_type] = years[0] if len(years) == 1 else None
         self._codes.columns(node_type)
         self._hosts.columns(node_type)
+        self._families.columns(node_type)
 
     def __call__(self, text: QuestionText, node_type: str, *, bare: bool = True) -> list[AttributeConstraint]:
         """`bare`: whether a value written without its attribute's name counts ("written in *English*")."""
@@ -178,6 +186,9 @@ class AttributeSpotter:
             if hit is not None:
                 found.append(hit)
                 text.claim(hit.start, hit.end, "attribute")
+        for family in self._families(text, node_type):  # "*TLR* genes", after the values ("*OMIM* diseases")
+            found.append(_Found(family.constraint, family.start, family.end))
+            text.claim(family.start, family.end, "attribute")
         for key, label in self._ranges[node_type]:
             if any(f.constraint.attribute == key for f in found):
                 continue

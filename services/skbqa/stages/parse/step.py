@@ -62,7 +62,10 @@ class ParseStep:
         catalog = self._lookups.catalog()
         with self._lock:
             if self._spotter is None:
-                self._spotter = AttributeSpotter(catalog)
+                lexicon = self._lookups.lexicon
+                self._spotter = AttributeSpotter(
+                    catalog, is_name=lambda phrase: bool(lexicon().positions(phrase, original=phrase).size)
+                )
             return self._spotter
 
     def guess_target_type(self, query: QueryContext) -> str | None:
