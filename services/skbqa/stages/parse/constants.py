@@ -8,7 +8,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -16,7 +15,7 @@ from skbqa.query.context import QueryContext
 from skbqa.stages.parse.chain_words import RELATIVE_PRONOUNS
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
 from skbqa.stages.parse.relations import stems
-from skbqa.stages.parse.spelling import Speller, is_english
+from skbqa.stages.parse.spelling import Speller, is_english, word_classes
 from skbqa.stages.parse.type_mentions import QUESTION_WORDS, TypeVocabulary, noun_lemma
 from skbqa.stores.index import IndexStores
 from skbqa.stores.lexicon import NameLexicon
@@ -255,7 +254,6 @@ class ConstantSpotter:
             return False  # "Golgi stack-*localized* genes", "CLRN1-*related*": it relates the word before
         if self._verb_of_relative_clause(text, index):
             return False
-
         if text.tokens[index].text.islower() and _only_a_modifier(word) and not self._typed_next_to(text, index):
             # "but *only* those …", "*less* than 9": English, unless a type word says it is one ("the less package")
             return False
@@ -273,9 +271,7 @@ class ConstantSpotter:
         following = text.tokens[index + 1].lower
         if following not in FUNCTION_WORDS and following not in EXTRA_PREPOSITIONS:
             return False
-        from lemminflect import getAllLemmas
-
-        return "VERB" in getAllLemmas(text.tokens[index].lower)
+        return "VERB" in word_classes(text.tokens[index].lower)
 
     def _typed_next_to(self, text: QuestionText, index: int) -> bool:
         """A type word right after ("the less package"), or a singular one right before ("the package less"; "the
@@ -325,21 +321,16 @@ EXTRA_PREPOSITIONS = frozenset({"against", "upon", "onto", "towards", "toward", 
 
 def _a_participle(word: str) -> bool:
     """Whether the word is a verb's past participle ("localized", "related", "encoded")."""
-    from lemminflect import getAllLemmas
-
-    return word.endswith("ed") and "VERB" in getAllLemmas(word)
+    return word.endswith("ed") and "VERB" in word_classes(word)
 
 
-@lru_cache(maxsize=4096)
 def _only_a_modifier(word: str) -> bool:
     """Whether English reads the word only as an adverb, or an adverb and adjective ("only", "less", "just"), or
     as a comparative of counts ("more", "most"): never what a node is called in passing. Adjectives alone stay
     possible names: "progressive", "congenital" are what a clinical course is called."""
-    from lemminflect import getAllLemmas
-
     if word in COMPARATIVES:
         return True
-    readings = set(getAllLemmas(word))
+    readings = word_classes(word)
     return "ADV" in readings and readings <= {"ADJ", "ADV"}
 
 

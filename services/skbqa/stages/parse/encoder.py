@@ -170,7 +170,7 @@ class EncoderParser:
         if reading.chains:
             starts = {c.start for c in constants}
             chooser = self._relations(query.encoder)
-            add_existence_triplets(parsed, text, self._types.mentions(text), starts, chooser, parsed.warnings)
+            add_existence_triplets(parsed, text, self._types.mentions(text), starts, chooser)
         parsed.text_constraints.extend(t for t in texts if t)
         leftover = [
             w

@@ -39,7 +39,6 @@ def add_existence_triplets(
     mentions: Sequence[TypeMention],
     name_starts: set[int],
     chooser: RelationChooser,
-    warnings: list[str],
 ) -> None:
     """Adds a triplet from the answer to a new variable for every free existential type word of another type
     than the answer's that one edge type joins to it (claims the word)."""
@@ -69,6 +68,6 @@ def add_existence_triplets(
         parsed.symbols[name] = Symbol(name, mention.type_name)
         parsed.triplets.extend(best.triplets(name, parsed.target, []))
         text.claim(mention.start, mention.end, "via")
-        warnings.append(
+        parsed.warnings.append(
             f"the answer must have some {mention.type_name}: {text.span_text(mention.start, mention.end)!r}"
         )

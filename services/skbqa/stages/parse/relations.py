@@ -164,7 +164,7 @@ def _rival_hop(best: RelationOption, second: RelationOption) -> int | None:
     within AMBIGUITY_MARGIN of each other."""
     if len(best.hops) < 2 or len(best.hops) != len(second.hops) or best.vias != second.vias:
         return None
-    if best.score - second.score >= AMBIGUITY_MARGIN or second.score <= -5.0:
+    if not _close_scores(best, second):
         return None
     pairs = list(zip(best.hops, second.hops, strict=True))
     if any(a.from_constant_side != b.from_constant_side for a, b in pairs):
@@ -178,6 +178,10 @@ def _rivals(best: RelationOption, second: RelationOption) -> bool:
     return (
         len(best.hops) == len(second.hops) == 1
         and best.hops[0].from_constant_side == second.hops[0].from_constant_side
-        and best.score - second.score < AMBIGUITY_MARGIN
-        and second.score > -5.0  # the data allows the rival too
+        and _close_scores(best, second)
     )
+
+
+def _close_scores(best: RelationOption, second: RelationOption) -> bool:
+    """The words score the two within AMBIGUITY_MARGIN, and the data allows the second too."""
+    return best.score - second.score < AMBIGUITY_MARGIN and second.score > -5.0

@@ -54,11 +54,16 @@ def spelling_key(word: str) -> str:
 
 
 @lru_cache(maxsize=8192)
-def is_english(word: str) -> bool:
-    """Whether lemminflect's English tables know the word in any part of speech."""
+def word_classes(word: str) -> frozenset[str]:
+    """The parts of speech lemminflect's English tables give the word ("NOUN", "VERB", …; none for an unknown)."""
     from lemminflect import getAllLemmas
 
-    return bool(getAllLemmas(word))
+    return frozenset(getAllLemmas(word))
+
+
+def is_english(word: str) -> bool:
+    """Whether lemminflect's English tables know the word in any part of speech."""
+    return bool(word_classes(word))
 
 
 class Speller:
