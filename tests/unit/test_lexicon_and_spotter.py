@@ -141,6 +141,10 @@ def test_a_short_acronym_value_counts_alone_only_as_stored() -> None:
     assert spot("What OMIM diseases are linked to CFTR?") == [("source", "=", "OMIM")]
     assert spot("diseases with omim ids") == []  # lower case: too short to tell from a word
     assert spot("Which diseases make you sad?") == []  # a short lower-case value is an English word
+    # a capitalised word English does not know that spells out a stored acronym of five letters or more
+    assert spot("Which Orphanet entries list a cough?") == [("source", "=", "ORPHA")]
+    assert spot("Which Omimology diseases?") == []  # "OMIM" is too short to be read from a longer word
+    assert spot("Which Orphan diseases?") == []  # an English word
 
 
 def test_a_capitalised_start_of_many_codes_before_the_type_word_is_a_family() -> None:
@@ -167,3 +171,5 @@ def test_a_capitalised_start_of_many_codes_before_the_type_word_is_a_family() ->
     assert families("tlr genes") == [] and families("genes like TLR") == []  # lower case; not before the type
     assert families("the TLR5 gene") == [] and families("TLR1 genes") == []  # a code of its own, one gene
     assert families("Which GN genes are there?") == []  # a start most codes share says nothing
+    assert families("non-coding TLR genes") == []  # a word of a longer kind, qualified before it
+    assert families("List TLR genes") == [("symbol", "STARTS WITH", "TLR")]  # the request is no qualifier

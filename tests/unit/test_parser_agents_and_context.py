@@ -243,3 +243,27 @@ def test_what_do_asks_for_the_object_of_the_last_verb(engine: EmbeddedEngine) ->
         ("m1", "cites", "y"),
     }
     assert {item.node_id for item in engine.ask(question, strategy="af").items[:2]} == {1, 2}
+
+
+def test_a_closing_wh_word_asks_whatever_the_question_opens_with(engine: EmbeddedEngine) -> None:
+    question = "the books cited by Quiet Orchards were written by whom?"
+    parsed = parse(engine, question)
+    assert parsed.target_type == "writer"
+    assert ("c1", "cites", "m1") in edges(parsed) and ("m1", "written_by", "y") in edges(parsed)
+    assert {item.node_id for item in engine.ask(question, strategy="af").items[:2]} == {4, 5}
+
+
+@pytest.mark.parametrize(
+    "question", ["anything that cites Iron Bells", "is there anything that cites Iron Bells?"]
+)
+def test_a_placeholder_that_opens_the_question_is_the_answer(engine: EmbeddedEngine, question: str) -> None:
+    # "anything" here is the answer itself, not an unnamed node between the answer and Iron Bells
+    parsed = parse(engine, question)
+    assert edges(parsed) == {("y", "cites", "c1")}
+
+
+def test_a_second_name_after_and_also_stands_where_the_first_does(engine: EmbeddedEngine) -> None:
+    question = "books that cite Iron Bells and also Salt Roads"
+    parsed = parse(engine, question)
+    assert edges(parsed) == {("y", "cites", "c1"), ("y", "cites", "c2")}
+    assert engine.ask(question, strategy="af").items[0].node_id == 3

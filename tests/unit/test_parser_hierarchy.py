@@ -102,3 +102,30 @@ def test_two_levels_at_once_walk_the_hierarchy_twice(engine: EmbeddedEngine, que
 def test_a_subtype_of_a_subtype_is_two_hops_not_four(engine: EmbeddedEngine) -> None:
     parsed = parse(engine, "ingredients that are a subtype of a subtype of cheese (grandchildren)")
     assert sum(t.max_hops for t in parsed.triplets if t.edge in ("is_a", None)) == 2
+
+
+@pytest.mark.parametrize(
+    ("question", "edge"),
+    [
+        ("Name the direct subtypes of cheese", ("y", "is_a", "c1")),
+        ("children of cheese (immediate ones only)", ("y", "is_a", "c1")),
+        ("parent terms of mozzarella", ("c1", "is_a", "y")),
+        ("what are the superclasses of mozzarella", ("c1", "is_a", "y")),
+    ],
+)
+def test_a_level_of_a_hierarchy_asks_for_the_named_nodes_kind(
+    engine: EmbeddedEngine, question: str, edge: tuple[str, str, str]
+) -> None:
+    # no type word: "subtypes", "children", "parents" are of the kind of what follows "of"
+    parsed = parse(engine, question)
+    assert parsed.target_type == "ingredient"
+    assert any("names a level of its hierarchy" in w for w in parsed.warnings)
+    assert edge in edges(parsed)
+
+
+def test_a_name_said_of_a_name_below_it_labels_it(engine: EmbeddedEngine) -> None:
+    # "cheese" is mozzarella's parent: "whose cheese is mozzarella" says which cheese, it names no second node
+    question = "which dishes use basil and a cheese that is mozzarella"
+    parsed = parse(engine, question)
+    assert ("ingredient", ("cheese",)) not in constants(parsed).values()
+    assert ("ingredient", ("mozzarella",)) in constants(parsed).values()

@@ -19,7 +19,7 @@ from skbqa.query.structured import AttributeConstraint, StructuredQuery, Symbol
 from skbqa.stages.parse.chain_words import INVERSE_WORDS, RELATIVE_PRONOUNS, chain_phrases, content_words
 from skbqa.stages.parse.chains import ChainReader
 from skbqa.stages.parse.constants import Constant
-from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
+from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.relations import RelationChooser, RelationOption, stems
 from skbqa.stages.parse.type_mentions import PREPOSITIONS, TypeMention, TypeVocabulary
 from skbqa.stores.index import IndexStores
@@ -89,7 +89,10 @@ class QueryAssembler:
         placeholders = [
             TypeMention(node_type.name, i, i + 1)
             for i, token in enumerate(text.tokens)
-            if token.lower in PLACEHOLDERS and text.claimed[i] is None
+            if token.lower in PLACEHOLDERS
+            and text.claimed[i] is None
+            # "*anything* that conflicts with X", "is there *stuff* …": opening the question, it is the answer
+            and not all(w in FUNCTION_WORDS or is_discourse_word(w) for w in text.words(0, i))
             for node_type in self._schema.node_types
         ]
         node_types = self._stores.nodes.types
@@ -112,10 +115,17 @@ class QueryAssembler:
             left, right = text.clause(constant.start, constant.end)
             clause = self._relating(text, constant, hints)  # without "the package" before "X"
             previous = plans[-1] if plans else None
-            beside = previous is not None and all(
-                w in COORDINATION for w in text.words(previous.constant.end, constant.start)
+            # "on X and (also) on Y": the preposition said again, or "also", still puts Y where X stands
+            again = {*ALSO_WORDS, *previous.clause[0][-1:]} if previous is not None else set()
+            between = text.words(previous.constant.end, constant.start) if previous is not None else []
+            beside = (
+                previous is not None
+                and all(w in COORDINATION or w in again for w in between)
+                and (not between or any(w in COORDINATION for w in between))
             )
-            coordinated = beside and not content_words(clause[0] + clause[1])
+            coordinated = beside and not [
+                w for w in content_words(clause[0] + clause[1]) if w not in again and w not in COORDINATION
+            ]
             if coordinated and previous is not None:
                 # "shared by X *and* Y", "both curl and wget": the second name stands where the first does
                 subject, clause = previous.subject, previous.clause
@@ -328,6 +338,7 @@ def _longer_or_better(
 
 # What may stand between two coordinated names ("X and Y", "X, Y or Z", "both X and Y").
 COORDINATION = frozenset({"and", "or", "nor", "both", "either", "neither", "as", "well"})
+ALSO_WORDS = frozenset({"also", "too"})
 # Pronouns that stand for a node named earlier ("X: what depends on *it*?", "X genes - where do *their* products …")
 REFERRING_PRONOUNS = frozenset({"it", "its", "them", "their", "this", "they"})
 

@@ -21,12 +21,14 @@ from skbqa.query.structured import AttributeConstraint, Operator
 from skbqa.stages.parse.code_values import CodeValueSpotter
 from skbqa.stages.parse.family_prefixes import FamilyPrefixSpotter
 from skbqa.stages.parse.question_text import QuestionText, is_discourse_word
+from skbqa.stages.parse.spelling import is_english
 from skbqa.stages.parse.type_mentions import plural
 from skbqa.stages.parse.url_hosts import UrlHostSpotter
 from skbqa.stores.attributes.catalog import AttributeCatalog
 from skbqa.stores.attributes.values import humanise, loose
 
 MIN_BARE_VALUE_CHARS = 5
+MIN_SPELT_ACRONYM_CHARS = 5
 MAX_BARE_VOCABULARY = 100
 MAX_VALUE_WORDS = 3
 VALUE_WINDOW = 3  # words between an attribute's name and its value ("chromosome number 17" still reads)
@@ -264,6 +266,8 @@ class AttributeSpotter:
                     and not (n == 1 and is_discourse_word(text.tokens[start].lower))  # "*Other* than X, …"
                 ):
                     return _Found(AttributeConstraint(self._symbol, key, "=", value), start, end)
+                if n == 1 and text.free(start, end) and (value := _acronym_spelt_out(surface, values)) is not None:
+                    return _Found(AttributeConstraint(self._symbol, key, "=", value), start, end)
         return None
 
     def _comparison(self, text: QuestionText, label: tuple[str, ...], key: str) -> _Found | None:
@@ -317,6 +321,24 @@ def _number(text: QuestionText, index: int) -> tuple[float | int, int] | None:
             literal += "." + tokens[end].text
             end += 1
     return (float(literal) if "." in literal else int(literal)), end
+
+
+def _acronym_spelt_out(surface: str, values: dict[str, str]) -> str | None:
+    """ "*Orphanet* entries" → source = "ORPHA": a capitalised word English does not know that starts with a stored
+    upper-case acronym of five letters or more, and says more."""
+    low = surface.lower()
+    if not (surface[:1].isupper() and surface.isalpha() and not is_english(low)):
+        return None
+    found = [
+        v
+        for v in values.values()
+        if len(v) >= MIN_SPELT_ACRONYM_CHARS
+        and v.isupper()
+        and v.isalpha()
+        and low.startswith(v.lower())
+        and low != v.lower()
+    ]
+    return found[0] if len(found) == 1 else None
 
 
 def _acronym_as_stored(surface: str, value: str) -> bool:

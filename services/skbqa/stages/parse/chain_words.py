@@ -5,7 +5,7 @@ of"), which say two nodes share a third ("share a disease with"), and which phra
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from skbqa.stages.parse.question_text import FUNCTION_WORDS
 from skbqa.stages.parse.type_mentions import noun_lemma
@@ -36,6 +36,36 @@ NARROWER_TAIL_WORDS = 5  # "a more specific kind of", "some direct subtype of": 
 TERM_NOUNS = frozenset({"term", "class", "concept", "node", "entry", "category", "item", "code"})
 
 
+# Nouns for a level of a hierarchy, relative to a node ("the *subtypes* of X", "its *parent* terms", "the
+# *grandchildren* of X"): they name nodes of the node's own kind. Narrower than `NARROWER_NOUNS`: a *member* or a
+# *component* of a complex need not be a complex.
+LEVEL_NOUNS = frozenset(
+    {"subtype", "subclass", "subcategory", "subterm", "descendant", "child", "grandchild", "parent", "grandparent",
+     "ancestor", "supertype", "superclass", "superterm", "specialization", "specialisation", "generalization",
+     "generalisation"}
+)  # fmt: skip
+
+
+def is_level_noun(word: str) -> bool:
+    # "subtypes", "superclasses": words English's dictionary may not know, in a regular plural
+    singular = word[:-2] if word.endswith("ses") else word[:-1] if word.endswith("s") else word
+    return (noun_lemma(word) or word) in LEVEL_NOUNS or word in LEVEL_NOUNS or singular in LEVEL_NOUNS
+
+
+def names_level(words: Sequence[str], index: int) -> bool:
+    """Whether the noun at `index` names a level of a hierarchy: a level noun ("*parents*"), or a term noun right
+    after one ("parent *terms*")."""
+    return _names_with(is_level_noun, words, index)
+
+
+def _names_with(is_kind: Callable[[str], bool], words: Sequence[str], index: int) -> bool:
+    """The noun at `index` is of the kind, or is a term noun right after one ("child *terms*")."""
+    if is_kind(words[index]):
+        return True
+    lemma = noun_lemma(words[index]) or words[index]
+    return lemma in TERM_NOUNS and index > 0 and is_kind(words[index - 1])
+
+
 def far_is_subject(words: Sequence[str]) -> bool:
     """Reading "NEAR <words> FAR": FAR is the source when the words end in a passive agent ("regulated by") or name
     the broader end ("parents of", "containing"); otherwise NEAR is ("subtypes of", "part of", "regulates")."""
@@ -57,10 +87,7 @@ def is_narrower_noun(word: str) -> bool:
 def names_narrower(words: Sequence[str], index: int) -> bool:
     """Whether the noun at `index` names a narrower node: a narrower noun ("*subtypes*"), or a term noun right
     after one ("child *terms*")."""
-    if is_narrower_noun(words[index]):
-        return True
-    lemma = noun_lemma(words[index]) or words[index]
-    return lemma in TERM_NOUNS and index > 0 and is_narrower_noun(words[index - 1])
+    return _names_with(is_narrower_noun, words, index)
 
 
 def narrower_tail(words: Sequence[str]) -> int:
@@ -81,7 +108,7 @@ def narrower_tail(words: Sequence[str]) -> int:
 RELATING_PREPOSITIONS = frozenset({"on", "in", "from", "by", "at", "with", "of", "to", "for", "within", "into"})
 # English for two nodes related alike to a third: "genes that *share* a disease with X", "a phenotype *in common*
 # with X".
-SHARING_WORDS = frozenset({"share", "shares", "shared", "sharing", "common"})
+SHARING_WORDS = frozenset({"share", "shares", "shared", "sharing", "common", "same"})
 
 
 def shares_the_node(first: Sequence[str], last: Sequence[str]) -> bool:

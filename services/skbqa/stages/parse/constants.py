@@ -13,7 +13,7 @@ import numpy as np
 
 from skbqa.query.context import QueryContext
 from skbqa.stages.parse.chain_words import RELATIVE_PRONOUNS
-from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
+from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.relations import stems
 from skbqa.stages.parse.spelling import Speller, is_english, word_classes
 from skbqa.stages.parse.type_mentions import QUESTION_WORDS, TypeVocabulary, noun_lemma
@@ -222,14 +222,39 @@ class ConstantSpotter:
 
     def _labels_next(self, text: QuestionText, constant: Constant, nxt: Constant) -> bool:
         between = text.words(constant.end, nxt.start)
+        if self._category_of(text, constant, nxt, between):
+            return True
         if len(between) > 2 or any(w not in FUNCTION_WORDS or w in COORDINATORS for w in between):
             return False  # "X and Y", "X or Y": two names side by side, neither labels the other
+        if any(w in RELATIVE_PRONOUNS or w == "whose" for w in between):
+            return False  # "dementia *whose* clinical course …": a relative clause about it (or the answer)
         if any(text.boundary_before(i) for i in range(constant.end, nxt.start + 1)):
             return False
         words = stems(constant.surface)
         # a single word labels only if English knows it ("*localised* to …"); "the *zsh* program" names a node
         single = constant.end - constant.start == 1 and is_english(text.tokens[constant.start].lower)
         return bool(words) and (words <= self._edge_name_stems or single)
+
+    def _category_of(self, text: QuestionText, constant: Constant, nxt: Constant, between: list[str]) -> bool:
+        """ "whose *clinical course* is (recorded as) rapidly progressive": a name said, through a copula, of a
+        name below it in its hierarchy labels it (a category, not a second node)."""
+        if not COPULAS & set(between) or len(between) > LABEL_GAP_WORDS:
+            return False
+        if any(text.boundary_before(i) for i in range(constant.end, nxt.start + 1)):
+            return False
+        graph, types, schema = self._stores.graph, self._stores.nodes.types, self._stores.nodes.schema
+        above = set(constant.positions.tolist())
+        for code in np.unique(types[nxt.positions]).tolist():
+            kind = schema.node_types[int(code)].name
+            edges = {e.name for e in schema.edge_types if e.source == kind and e.target == kind}
+            level = nxt.positions[types[nxt.positions] == code]
+            for _ in range(LABEL_LEVELS):
+                level = np.unique(
+                    np.concatenate([graph.neighbours(level, edge, "out") for edge in edges] or [level[:0]])
+                )
+                if above.intersection(level.tolist()):
+                    return True
+        return False
 
     def _may_be_name(self, text: QuestionText, start: int, end: int) -> bool:
         words = text.words(start, end)
@@ -250,6 +275,8 @@ class ConstantSpotter:
             return False
         if index == 0 and word in QUESTION_WORDS:  # "*Identify* all the tags …", "*List* …": the request itself
             return False
+        if index == 0 and text.tokens[0].text.islower() and is_discourse_word(word):
+            return False  # "*hey*, quick one: …", "*stuff* that suggests X": how the question opens
         if text.gap_before(index) == "-" and text.tokens[index].text.islower() and _a_participle(word):
             return False  # "Golgi stack-*localized* genes", "CLRN1-*related*": it relates the word before
         if self._verb_of_relative_clause(text, index):
@@ -344,6 +371,10 @@ def _free_but_names(
     return all((text.claimed[k] is None or k in inside) and k not in taken for k in range(*span))
 
 
+# "whose clinical course is recorded as rapidly progressive": a category this far from the value, this many levels up
+LABEL_GAP_WORDS = 4
+LABEL_LEVELS = 4
+COPULAS = frozenset({"is", "are", "was", "were", "be", "being"})
 MAX_SURFACES = 32  # readings of the words of one span tried together
 
 

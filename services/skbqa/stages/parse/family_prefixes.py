@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from skbqa.query.structured import AttributeConstraint
-from skbqa.stages.parse.question_text import QuestionText
+from skbqa.stages.parse.question_text import FUNCTION_WORDS, QUESTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.type_mentions import noun_lemma
 from skbqa.stores.attributes.catalog import AttributeCatalog
 
@@ -70,6 +70,8 @@ class FamilyPrefixSpotter:
                 and text.free(index, index + 1)
             ):
                 continue
+            if index > 0 and _modifies(text, index - 1):
+                continue  # "non-coding *RNA* genes", "small nuclear *RNA* genes": a word of a longer kind
             following = [t.lower for t in text.tokens[index + 1 : index + 2 + BETWEEN_WORDS]]
             if not any(noun_lemma(word) == type_word != word for word in following):
                 continue  # a plural: "the MAPT *gene*" is one gene
@@ -89,6 +91,19 @@ class FamilyPrefixSpotter:
                 )
                 found.append(FamilyMention(constraint, index, index + 1))
         return found
+
+
+def _modifies(text: QuestionText, index: int) -> bool:
+    """Whether the lower-case word at `index` is a content word that qualifies the next one in one phrase."""
+    word = text.tokens[index].lower
+    return (
+        text.tokens[index].text.islower()
+        and word.replace("-", "").isalpha()
+        and word not in FUNCTION_WORDS
+        and word not in QUESTION_WORDS
+        and not is_discourse_word(word)
+        and not text.boundary_before(index + 1)
+    )
 
 
 def _holds(values: list[str], value: str) -> bool:

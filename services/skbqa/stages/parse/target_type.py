@@ -16,9 +16,14 @@ import numpy as np
 
 from skbqa.query.context import QueryContext
 from skbqa.query.encoder import Encoder
-from skbqa.stages.parse.chain_words import INVERSE_WORDS, hierarchy_depth, is_narrower_noun
+from skbqa.stages.parse.chain_words import (
+    INVERSE_WORDS,
+    hierarchy_depth,
+    is_narrower_noun,
+)
 from skbqa.stages.parse.constants import ConstantSpotter
 from skbqa.stages.parse.edge_word_target import EdgeWordTarget
+from skbqa.stages.parse.head_noun_limits import HeadNounLimits
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.type_descriptions import agent_types, place_types
 from skbqa.stages.parse.type_mentions import (
@@ -37,6 +42,7 @@ from skbqa.stores.lexicon import NameLexicon
 
 TargetTypeGuesser = Callable[[QueryContext], str | None]
 DO_FORMS = frozenset({"do", "does", "did"})
+MIN_CLOSING_WORDS = 4  # "… maintained by whom": a question this long that ends in a wh-word
 # An edge meant by the question's free words must be this close to them, and this much closer than any edge that
 # leads to another type.
 MEANING_MIN_COSINE = 0.35
@@ -72,6 +78,7 @@ class TargetTypeReader:
         self._context_words = context_words
         self._edge_index = {id(e): i for i, e in enumerate(self._schema.edge_types)}
         self._edge_vectors = edge_vectors
+        self._limits = HeadNounLimits(stores, lexicon, synonyms, self._types_named)
 
     def read(
         self, query: QueryContext, text: QuestionText, warnings: list[str], head_noun: bool = True
@@ -80,12 +87,17 @@ class TargetTypeReader:
         which of the three it was."""
         mentions = self._types.mentions(text)
         spans = self._constants.name_spans(text) if head_noun else []
+        closing = self._asked_at_the_end(text) if head_noun else None
+        if closing is not None:
+            warnings.append(f"target type {closing[0]!r}: the question ends asking {closing[1]!r}")
+            return closing[0], "synonym"
         by_object = self._object_of_do_question(text, mentions, spans) if head_noun else None
         if by_object is not None:
             warnings.append(f"target type {by_object!r}: what the question's last verb reaches from its subject")
             return by_object, "relation"
         chosen = choose_target(text, mentions, spans) if head_noun else (mentions[0] if mentions else None)
         head = self._synonyms.head_noun(text, spans) if head_noun else None
+        level, head = (head, None) if head is not None and head.level else (None, head)
         at_head = next((m for m in mentions if head is not None and m.start <= head.start < m.end), None)
         if at_head is not None and not any(s <= at_head.start < e for s, e in spans):
             chosen = at_head  # the head noun is a type word: "games section *packages* that …"
@@ -120,6 +132,11 @@ class TargetTypeReader:
         ):
             text.claim(chosen.start, chosen.end, "target")
             return chosen.type_name, "word"
+        if level is not None and (chosen is None or level.start < chosen.start):
+            kind = self._limits.kind_of_level(text, level, mentions, spans)
+            if kind is not None:
+                warnings.append(f"target type {kind!r}: {level.lemma!r} names a level of its hierarchy")
+                return kind, "relation"
         if head is not None and head_leads:
             described = self._synonyms.described_as(text, head)
             if len(described) == 1:  # the schema's own word for one type outranks a stem shared with an edge
@@ -137,8 +154,9 @@ class TargetTypeReader:
                 warnings.append(f"target type {by_edge!r}: the head noun names an edge that reaches it")
                 return by_edge, "relation"
             synonym = self._synonyms.type_of(text, head, query.encoder)
-            if synonym is not None and synonym in self._untyped_of_object(
-                text, head, spans, mentions, query.encoder
+            if synonym is not None and (
+                synonym in self._limits.untyped_of_object(text, head, spans, mentions, query.encoder)
+                or synonym in self._limits.said_otherwise(text, head, spans, mentions)
             ):
                 # "*symptoms* of the disorders …": a thing of a disease is no disease when no edge joins diseases
                 synonym = self._synonyms.type_of(text, head, query.encoder, exclude={synonym})
@@ -275,35 +293,16 @@ class TargetTypeReader:
                     return asked, token.lower
         return None
 
-    def _untyped_of_object(
-        self,
-        text: QuestionText,
-        head: HeadNoun,
-        spans: list[tuple[int, int]],
-        mentions: list[TypeMention],
-        encoder: Encoder,
-    ) -> set[str]:
-        """The types the head noun cannot be, read from "<head> of (the) <node>" ("in", "for", "between", "among"
-        alike): the object's types that no edge joins to nodes of their own type (a thing *of* a disease, the signs
-        *in* or *between* diseases, is a disease only through a disease–disease edge)."""
-        j = head.end
-        if text.words(j, j + 1)[:1] not in (["of"], ["in"], ["for"], ["between"], ["among"]):
-            return set()
-        j += 1
-        while j < len(text) and text.tokens[j].lower in ARTICLES:
-            j += 1
-        named = {m.type_name for m in mentions if m.start == j}
-        named |= self._types_named(text, [(s, e) for s, e in spans if s == j])
-        if (
-            not named
-            and j < len(text)
-            and text.tokens[j].lower not in FUNCTION_WORDS  # "conditions in *which* …": a relative clause
-            and (lemma := noun_lemma(text.tokens[j].lower)) is not None
-        ):
-            # "symptoms of the *disorders* …": the object named by a synonym
-            of_object = self._synonyms.type_of(text, HeadNoun(j, j + 1, lemma), encoder)
-            named = {of_object} if of_object is not None else set()
-        return {t for t in named if not any(e.source == t and e.target == t for e in self._schema.edge_types)}
+    def _asked_at_the_end(self, text: QuestionText) -> tuple[str, str] | None:
+        """ "the packages suggested by mutt are maintained *by whom*?", "… are filed *where*": a wh-word that ends
+        the question asks, whatever the question opens with (a relative one never ends it)."""
+        words = text.words(0, len(text))
+        if len(words) < MIN_CLOSING_WORDS:
+            return None
+        for question_words, types in ((AGENT_QUESTION_WORDS, self._agents), (PLACE_QUESTION_WORDS, self._places)):
+            if words[-1] in question_words and len(types) == 1:
+                return next(iter(types)), words[-1]
+        return None
 
     @staticmethod
     def _take_synonym(

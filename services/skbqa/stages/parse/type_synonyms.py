@@ -17,7 +17,7 @@ import numpy as np
 
 from skbqa.query.encoder import Encoder
 from skbqa.skb.schema import Schema
-from skbqa.stages.parse.chain_words import names_narrower
+from skbqa.stages.parse.chain_words import names_level, names_narrower
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.type_descriptions import (
     GENERIC_NOUNS,
@@ -56,6 +56,8 @@ class HeadNoun:
     # found right after a wh-word ("… : *which disorders*?") or heading a short last part ("…: *modes* of …?"),
     # wherever that stands
     asked: bool = False
+    # a level of a hierarchy before "of" ("the direct *subtypes* of X"): X's kind, not a type of its own
+    level: bool = False
 
 
 class TypeSynonyms:
@@ -149,10 +151,11 @@ class TypeSynonyms:
             chosen = plural[-1] if plural else (nouns[0] if nouns else None)
             if (
                 chosen is not None
-                and names_narrower(words, chosen[0])
+                and (names_narrower(words, chosen[0]) or names_level(words, chosen[0]))
                 and words[chosen[0] + 1 : chosen[0] + 2] == ["of"]
             ):
-                return None  # "the direct *subtypes of* X": X's own type, which the hierarchy's reading gives
+                # "the direct *subtypes of* X": X's own type, which the hierarchy's reading gives
+                return HeadNoun(chosen[0], chosen[0] + 1, chosen[1], asked=i in wh or i in elliptic, level=True)
             if chosen is not None:
                 return HeadNoun(chosen[0], chosen[0] + 1, chosen[1], asked=i in wh or i in elliptic)
         return None
