@@ -6,7 +6,11 @@
 3. throughput (answers/s, N concurrent clients) with 1 and then 2 replicas of the slowest stage;
 4. the same `Ask` latency on a stack whose bus uses `--baseline-bus-options` (default: the previous
    `fetch_max_wait_ms=100`), so the bus setting's effect is a ratio measured in this run;
-5. where the overhead goes, each part measured in this run: the distributed code path (gateway, bus workers, stage
+5. the latency budget, hop by hop (`budget`): every answer's trace (`timings_ms` keys `hop.*`, which add up to
+   its `end_to_end`), p50 and mean per hop, the sum of the hop p50s against the end-to-end p50 (medians need not
+   add; the means do), for the distributed code path and the stack, with the stack's p50 per hop from Prometheus
+   (`skbqa_hop_seconds`) beside it;
+6. where the overhead goes, each part measured in this run: the distributed code path (gateway, bus workers, stage
    codec, answer routing, metrics) in one process over the in-memory bus; the stack without Triton (every service
    encodes in process); and one publish → fetch hop on the stack's broker (the pipeline makes six).
 
@@ -23,6 +27,7 @@ import time
 import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +35,7 @@ import grpc
 import numpy as np
 
 from skbqa.devstack.stack import LocalStack, StackOptions
+from skbqa.observability import hops
 from skbqa.serving.run import start_all_in_one, start_embedded
 from skbqa.serving.settings import ServiceSettings
 from skbqa.v1 import api_pb2, api_pb2_grpc
@@ -42,19 +48,63 @@ def _questions(path: Path, limit: int) -> list[str]:
     return [json.loads(line)["question"] for line in path.read_text().splitlines() if line.strip()][:limit]
 
 
-def _latencies(port: int, questions: list[str], rounds: int) -> tuple[list[float], list[list[int]]]:
+@dataclass
+class Latencies:
+    times: list[float] = field(default_factory=list)  # ms at the client
+    rankings: list[list[int]] = field(default_factory=list)
+    traces: list[dict[str, float]] = field(default_factory=list)  # each answer's hop parts and end_to_end (ms)
+
+
+def _latencies(port: int, questions: list[str], rounds: int) -> Latencies:
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
         stub = api_pb2_grpc.SkbqaStub(channel)
         for question in questions[:3]:  # warm connections and caches
             stub.Ask(api_pb2.AskRequest(question=question), timeout=60)
-        times, rankings = [], []
+        measured = Latencies()
         for _ in range(rounds):
             for question in questions:
                 started = time.perf_counter()
                 reply = stub.Ask(api_pb2.AskRequest(question=question), timeout=60)
-                times.append((time.perf_counter() - started) * 1000)
-                rankings.append([item.node_id for item in reply.items])
-    return times, rankings
+                measured.times.append((time.perf_counter() - started) * 1000)
+                measured.rankings.append([item.node_id for item in reply.items])
+                trace = {
+                    key.removeprefix(hops.TIMING_PREFIX): ms
+                    for key, ms in reply.timings_ms.items()
+                    if key.startswith(hops.TIMING_PREFIX) or key == hops.END_TO_END
+                }
+                if trace:  # the embedded server travels no hops
+                    measured.traces.append(trace)
+    return measured
+
+
+def _budget(measured: Latencies) -> dict[str, Any]:
+    """The latency budget table: p50 and mean per hop (pipeline order), their sums, the end to end they add up to
+    (the gateway's, from the traces) and the client's p50, which adds the gRPC call itself."""
+    present = [hop for hop in hops.HOPS if all(hop in trace for trace in measured.traces)]
+    p50 = {hop: float(np.percentile([t[hop] for t in measured.traces], 50)) for hop in present}
+    mean = {hop: float(np.mean([t[hop] for t in measured.traces])) for hop in present}
+    end_to_end = [t[hops.END_TO_END] for t in measured.traces]
+    return {
+        "hops": [{"hop": hop, "p50_ms": round(p50[hop], 3), "mean_ms": round(mean[hop], 3)} for hop in present],
+        "sum_of_hop_p50_ms": round(sum(p50.values()), 2),
+        "end_to_end_p50_ms": round(float(np.percentile(end_to_end, 50)), 2),
+        "sum_of_hop_means_ms": round(sum(mean.values()), 2),
+        "end_to_end_mean_ms": round(float(np.mean(end_to_end)), 2),
+        "client_p50_ms": round(float(np.percentile(measured.times, 50)), 2),
+        "requests": len(measured.traces),
+    }
+
+
+def _print_budget(name: str, budget: dict[str, Any]) -> None:
+    print(f"\nlatency budget, {name} ({budget['requests']} requests, ms):")
+    print(f"  {'hop':<20} {'p50':>8} {'mean':>8}")
+    for row in budget["hops"]:
+        print(f"  {row['hop']:<20} {row['p50_ms']:>8.3f} {row['mean_ms']:>8.3f}")
+    print(f"  {'sum of the hops':<20} {budget['sum_of_hop_p50_ms']:>8.2f} {budget['sum_of_hop_means_ms']:>8.2f}")
+    print(
+        f"  {'end to end (gateway)':<20} {budget['end_to_end_p50_ms']:>8.2f} {budget['end_to_end_mean_ms']:>8.2f}"
+    )
+    print(f"  {'at the client':<20} {budget['client_p50_ms']:>8.2f}")
 
 
 def _throughput(port: int, questions: list[str], clients: int, total: int) -> float:
@@ -81,11 +131,11 @@ def _summary(times: list[float]) -> dict[str, float]:
     return {"p50": round(float(np.percentile(times, 50)), 2), "p95": round(float(np.percentile(times, 95)), 2)}
 
 
-def _promql(base: str, query: str) -> dict[str, float]:
+def _promql(base: str, query: str, label: str = "stage") -> dict[str, float]:
     url = f"{base}/api/v1/query?" + urllib.parse.urlencode({"query": query})
     with urllib.request.urlopen(url, timeout=10) as reply:
         result = json.load(reply)["data"]["result"]
-    return {r["metric"].get("stage", ""): round(float(r["value"][1]) * 1000, 2) for r in result}
+    return {r["metric"].get(label, ""): round(float(r["value"][1]) * 1000, 2) for r in result}
 
 
 def main() -> None:
@@ -105,9 +155,10 @@ def main() -> None:
 
     server, stop = start_embedded(ServiceSettings(index=args.index, port=0))
     try:
-        embedded_times, embedded_rankings = _latencies(server.port, questions, args.rounds)
+        embedded = _latencies(server.port, questions, args.rounds)
+        embedded_rankings = embedded.rankings
         report["embedded"] = {
-            **_summary(embedded_times),
+            **_summary(embedded.times),
             "throughput_per_s": round(_throughput(server.port, questions, args.clients, args.requests), 1),
         }
     finally:
@@ -118,10 +169,13 @@ def main() -> None:
         ServiceSettings(index=args.index, role="all", bus_url="memory://bench", port=0)
     )
     try:
-        times, rankings = _latencies(server.port, questions, args.rounds)
+        measured = _latencies(server.port, questions, args.rounds)
         report["distributed_code_path_memory_bus"] = {
-            **_summary(times),
-            "same_rankings_as_embedded": sum(a == b for a, b in zip(rankings, embedded_rankings, strict=True)),
+            **_summary(measured.times),
+            "same_rankings_as_embedded": sum(
+                a == b for a, b in zip(measured.rankings, embedded_rankings, strict=True)
+            ),
+            "budget": _budget(measured),
         }
     finally:
         stop()
@@ -144,16 +198,22 @@ def main() -> None:
                 port = stack.ports["gateway"]
                 row: dict[str, Any] = {"stack_up_s": up_s}
                 if replicas == 1:
-                    times, rankings = _latencies(port, questions, args.rounds)
-                    row.update(_summary(times))
+                    measured = _latencies(port, questions, args.rounds)
+                    row.update(_summary(measured.times))
                     row["same_rankings_as_embedded"] = sum(
-                        a == b for a, b in zip(rankings, embedded_rankings, strict=True)
+                        a == b for a, b in zip(measured.rankings, embedded_rankings, strict=True)
                     )
-                    row["compared"] = len(rankings)
+                    row["compared"] = len(measured.rankings)
+                    row["budget"] = _budget(measured)
                     time.sleep(3)  # one more scrape: the stage figures of the sequential phase alone
                     row["sequential_stage_p50_ms"] = _promql(
                         stack.ports["prometheus"],
                         "histogram_quantile(0.5, sum by (le, stage) (skbqa_stage_seconds_bucket))",
+                    )
+                    row["sequential_hop_p50_ms_prometheus"] = _promql(
+                        stack.ports["prometheus"],
+                        "histogram_quantile(0.5, sum by (le, hop) (skbqa_hop_seconds_bucket))",
+                        label="hop",
                     )
                     row["hop_p50_ms"] = _hop_p50(stack)
                 row["throughput_per_s"] = round(_throughput(port, questions, args.clients, args.requests), 1)
@@ -177,8 +237,11 @@ def main() -> None:
         )
         stack.up()
         try:
-            times, _ = _latencies(stack.ports["gateway"], questions, args.rounds)
-            report["distributed_baseline_bus"] = {"bus_options": args.baseline_bus_options, **_summary(times)}
+            baseline = _latencies(stack.ports["gateway"], questions, args.rounds)
+            report["distributed_baseline_bus"] = {
+                "bus_options": args.baseline_bus_options,
+                **_summary(baseline.times),
+            }
         finally:
             stack.down()
     with tempfile.TemporaryDirectory() as tmp:
@@ -189,8 +252,9 @@ def main() -> None:
         )
         stack.up()
         try:
-            times, _ = _latencies(stack.ports["gateway"], questions, args.rounds)
-            report["distributed_no_triton"] = _summary(times)
+            report["distributed_no_triton"] = _summary(
+                _latencies(stack.ports["gateway"], questions, args.rounds).times
+            )
         finally:
             stack.down()
     one = report[f"distributed_{args.slowest}_x1"]
@@ -207,6 +271,8 @@ def main() -> None:
     )
     text = json.dumps(report, indent=2)
     print(text)
+    _print_budget("distributed code path, in-memory bus", report["distributed_code_path_memory_bus"]["budget"])
+    _print_budget(f"distributed stack, {args.slowest} x1", one["budget"])
     if args.out:
         args.out.write_text(text + "\n")
 

@@ -4,8 +4,8 @@
 Shown here: the same rankings as embedded mode (also with step 8 on the reranker service's Ray Serve deployment),
 partial-then-final streaming, deadlines that expire instead of hanging (the client's, and the gateway's own),
 per-stage p50/p95 from PromQL and the other metrics every service must export (Kafka lag, in-flight, encoder
-batches), two replicas sharing a topic, and no request lost or changed when one is killed under 20 concurrent
-clients.
+batches), a latency budget whose hops add up to the gateway's end-to-end time, two replicas sharing a topic, and
+no request lost or changed when one is killed under 20 concurrent clients.
 """
 
 from __future__ import annotations
@@ -222,6 +222,37 @@ def test_prometheus_has_lag_inflight_and_encoder_batches_of_every_stage(stack, s
     assert set(STAGES) <= inflight, inflight
     assert {r["metric"]["encoder"] for r in batches} == {"skbqa_encoder"}, batches
     assert float(batches[0]["value"][1]) > 0
+
+
+def _gateway_ask_seconds(stack: LocalStack) -> float:
+    """What the gateway measured end to end for its successful `Ask` calls so far (`skbqa_request_seconds_sum`)."""
+    for line in _scrape(stack.ports["services"]["gateway-0"]["metrics"]).splitlines():
+        if line.startswith("skbqa_request_seconds_sum") and 'rpc="ask"' in line and 'status="ok"' in line:
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_the_latency_budget_adds_up_across_the_processes(stack, stub) -> None:
+    """Each answer's hop trace (marks from the gateway and five stage processes, through tansu) sums to within 5 %
+    of the end-to-end time the gateway measured for that call; every part is >= 0 (one host, one clock), and the
+    gateway exports every hop in `skbqa_hop_seconds`."""
+    from skbqa.observability.hops import END_TO_END, HOPS, TIMING_PREFIX
+
+    rows = []
+    for question in QUESTIONS:
+        before = _gateway_ask_seconds(stack)
+        response = stub.Ask(api_pb2.AskRequest(question=question), timeout=60)
+        gateway_ms = (_gateway_ask_seconds(stack) - before) * 1000
+        parts = {key: ms for key, ms in response.timings_ms.items() if key.startswith(TIMING_PREFIX)}
+        assert sorted(parts) == sorted(f"{TIMING_PREFIX}{hop}" for hop in HOPS), sorted(response.timings_ms)
+        assert all(ms >= 0 for ms in parts.values()), parts
+        assert abs(sum(parts.values()) - response.timings_ms[END_TO_END]) < 0.01
+        rows.append((sum(parts.values()), gateway_ms))
+    assert all(abs(hops - gateway) <= 0.05 * gateway for hops, gateway in rows), rows
+    total_hops, total_gateway = sum(r[0] for r in rows), sum(r[1] for r in rows)
+    assert abs(total_hops - total_gateway) <= 0.05 * total_gateway, (total_hops, total_gateway)
+    exported = _scrape(stack.ports["services"]["gateway-0"]["metrics"])
+    assert all(f'skbqa_hop_seconds_count{{hop="{hop}"}}' in exported for hop in HOPS), exported
 
 
 def test_two_replicas_share_the_load_and_a_killed_one_loses_nothing(stack, stub, biomed_sample_engine) -> None:

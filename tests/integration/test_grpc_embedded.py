@@ -1,5 +1,7 @@
 """The public gRPC API over the embedded backend (every stage in one process): same answers as the engine,
-partial then final results, clear statuses for bad input, deadlines, limits, auth, and `skbqa serve` itself."""
+partial then final results, clear statuses for bad input, deadlines, limits, auth, and `skbqa serve` itself; and the
+distributed code path in one process (`--role all`, in-memory bus): the same answers, and a latency budget whose hops
+add up to the gateway's end-to-end time."""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from skbqa.observability import hops
+from skbqa.observability.metrics import get_metrics
 from skbqa.serving.run import start_embedded
 from skbqa.serving.settings import ServiceSettings
 from skbqa.v1 import api_pb2, api_pb2_grpc
@@ -271,7 +275,8 @@ def test_serve_refuses_bad_settings_with_one_line(tmp_path: Path) -> None:
     assert result.stderr.strip().count("\n") == 0 and "needs a shared bus" in result.stderr
 
 
-def test_all_in_one_over_the_memory_bus_matches_the_engine(biomed_sample_engine) -> None:
+@pytest.fixture(scope="module")
+def all_in_one(biomed_sample_engine):
     """`--role all`: the gateway and the five stage workers in one process over the in-memory bus — the
     distributed code path (workers, topics, answer routing) without processes or a broker."""
     from skbqa.serving.run import start_all_in_one
@@ -282,11 +287,39 @@ def test_all_in_one_over_the_memory_bus_matches_the_engine(biomed_sample_engine)
     running, stop = start_all_in_one(settings)
     try:
         with grpc.insecure_channel(f"127.0.0.1:{running.port}") as channel:
-            stub = api_pb2_grpc.SkbqaStub(channel)
-            for question in QUESTIONS[:8]:
-                response = stub.Ask(api_pb2.AskRequest(question=question, k=10), timeout=60)
-                assert _ids(response) == [i.node_id for i in biomed_sample_engine.ask(question, k=10).items]
-            events = list(stub.AskStream(api_pb2.AskRequest(question=QUESTIONS[1], k=5), timeout=60))
-            assert [e.WhichOneof("event") for e in events] == ["partial", "final"]
+            yield api_pb2_grpc.SkbqaStub(channel)
     finally:
         stop()
+
+
+def test_all_in_one_over_the_memory_bus_matches_the_engine(all_in_one, biomed_sample_engine) -> None:
+    for question in QUESTIONS[:8]:
+        response = all_in_one.Ask(api_pb2.AskRequest(question=question, k=10), timeout=60)
+        assert _ids(response) == [i.node_id for i in biomed_sample_engine.ask(question, k=10).items]
+    events = list(all_in_one.AskStream(api_pb2.AskRequest(question=QUESTIONS[1], k=5), timeout=60))
+    assert [e.WhichOneof("event") for e in events] == ["partial", "final"]
+
+
+def _gateway_ask_seconds() -> float:
+    """Everything this process's gateway measured end to end for successful `Ask` calls so far."""
+    sample = get_metrics().registry.get_sample_value("skbqa_request_seconds_sum", {"rpc": "ask", "status": "ok"})
+    return sample or 0.0
+
+
+def test_all_in_one_latency_budget_adds_up_to_the_gateway_time(all_in_one) -> None:
+    """Issue 19: over 100 requests through the distributed code path, the hops of each answer's trace
+    (`timings_ms` keys `hop.*`) sum to within 5 % of the end-to-end time the gateway measured for that call
+    (`skbqa_request_seconds`, read around each sequential call), one by one and in total. Over the real broker and
+    processes: tests/integration/test_distributed_stack.py."""
+    rows = []
+    for n in range(100):
+        before = _gateway_ask_seconds()
+        response = all_in_one.Ask(api_pb2.AskRequest(question=QUESTIONS[n % len(QUESTIONS)]), timeout=60)
+        gateway_ms = (_gateway_ask_seconds() - before) * 1000
+        parts = [ms for key, ms in response.timings_ms.items() if key.startswith(hops.TIMING_PREFIX)]
+        assert len(parts) == len(hops.HOPS), sorted(response.timings_ms)
+        assert abs(sum(parts) - response.timings_ms[hops.END_TO_END]) < 0.01
+        rows.append((sum(parts), gateway_ms))
+    assert all(abs(hop_sum - gateway) <= 0.05 * gateway for hop_sum, gateway in rows), rows
+    total_hops, total_gateway = sum(row[0] for row in rows), sum(row[1] for row in rows)
+    assert abs(total_hops - total_gateway) <= 0.05 * total_gateway, (total_hops, total_gateway)

@@ -20,6 +20,7 @@ EXPECTED = {
     "skbqa_stage_seconds": ("histogram", {"stage", "strategy", "status"}),
     "skbqa_queue_wait_seconds": ("histogram", {"stage"}),
     "skbqa_publish_seconds": ("histogram", {"stage"}),
+    "skbqa_hop_seconds": ("histogram", {"hop"}),
     "skbqa_errors": ("counter", {"stage", "kind"}),
     "skbqa_request_seconds": ("histogram", {"rpc", "status"}),
     "skbqa_inflight": ("gauge", {"service"}),
@@ -36,6 +37,7 @@ QUESTION = "Which genes are associated with asthma and expressed in the lung?"
 def record_one_of_each(m: Metrics) -> None:
     m.observe_stage("parse", "af", 0.01)
     m.observe_queue_wait("parse", 0.002)
+    m.observe_hop("parser_queue", 0.003)
     m.count_error("ground", "timeout")
     m.set_stage_stalled("parser", False)
     m.observe_request("Ask", "ok", 0.3)

@@ -27,6 +27,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from skbqa.observability.hops import HOPS
+
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
@@ -90,6 +92,13 @@ SPECS: tuple[MetricSpec, ...] = (
         "histogram",
         "Time a stage took to publish one request's outputs durably (not part of its stage time)",
         ("stage",),
+        LATENCY_BUCKETS,
+    ),
+    MetricSpec(
+        "skbqa_hop_seconds",
+        "histogram",
+        "One hop of a request's latency trace, recorded by the gateway at its answer (the hops add up to it)",
+        ("hop",),
         LATENCY_BUCKETS,
     ),
     MetricSpec("skbqa_errors_total", "counter", "Errors by stage and kind", ("stage", "kind")),
@@ -181,6 +190,13 @@ class Metrics:
         # Producer and consumer clocks differ across hosts: a small negative wait means "no wait".
         if math.isfinite(seconds):
             self._labels("skbqa_queue_wait_seconds", stage).observe(max(0.0, seconds))
+
+    def observe_hop(self, hop: str, seconds: float) -> None:
+        """`hop`: one of `hops.HOPS` (anything else is recorded as "other"). A negative part (clock skew between
+        hosts, see hops.py) is recorded as 0, so the histogram's sum only grows."""
+        if math.isfinite(seconds):
+            label = hop if hop in HOPS else OTHER
+            self._instruments["skbqa_hop_seconds"].labels(label).observe(max(0.0, seconds))
 
     def count_error(self, stage: str, kind: str) -> None:
         """`kind` is an error class or category (`timeout`, `llmerror`), never the exception's message."""

@@ -9,6 +9,9 @@
 - Invalid input is answered at once (retrying cannot help); other failures are retried `max_attempts` times, then
   the request goes to the dead-letter topic with its error and the client gets the error as a status.
 
+Every output carries the request's latency trace plus this stage's two hops (serving/latency_trace.py): queue
+(until this worker takes the message) and compute (until right before its outputs are published).
+
 Metrics besides the stage histograms: `skbqa_inflight{service=<role>}` while a message is handled, and the group's
 lag on the input topic (`skbqa_kafka_lag`, serving/lag.py) every `lag_interval_s` while the worker runs.
 
@@ -30,7 +33,9 @@ from google.protobuf.message import DecodeError
 
 from skbqa.bus import topics
 from skbqa.bus.base import Bus, Consumer, Message
+from skbqa.observability import hops
 from skbqa.observability.metrics import get_metrics
+from skbqa.serving import latency_trace
 from skbqa.serving.lag import DEFAULT_INTERVAL_S, DEFAULT_TIMEOUT_S, LagExporter
 from skbqa.serving.stages.core import AnswerEnvelope, StageCore, StageMessage, StageOutput
 from skbqa.serving.stages.registry import run_stage
@@ -167,6 +172,7 @@ class StageWorker:
 
     def _handle(self, message: Message) -> None:
         role = self.core.role
+        taken_us = hops.now_us()  # ends this stage's queue hop in the request's latency trace
         if message.timestamp_ms:
             self._metrics.observe_queue_wait(role, max(0.0, time.time() - message.timestamp_ms / 1000))
         try:
@@ -203,9 +209,11 @@ class StageWorker:
                 self._dead_letter(message, request, code, text, exc)
                 self._observe(request, started, "error")
                 return
-            # the stage's own time ends here; the publish is its own figure (the next stage's queue wait starts
-            # when the output is on the bus), so stage + publish + queue waits add up to the request's time
+            # the stage's own time ends here; the publish is its own figure, which overlaps the next stage's queue
+            # wait (that starts at the record's produce timestamp, when the publish begins): the figures that add up
+            # to the request's time are the hops of its trace (latency_trace), not stage + publish + queue wait
             self._metrics.observe_stage(role, request.strategy, time.perf_counter() - started, "ok")
+            latency_trace.carry(request, output, role, taken_us)
             published = time.perf_counter()
             self._publish(output)
             self._metrics.observe_publish(role, time.perf_counter() - published)

@@ -154,8 +154,16 @@ class Candidate(_message.Message):
     evidence_json: str
     def __init__(self, position: _Optional[int] = ..., score: _Optional[float] = ..., source: _Optional[str] = ..., scores: _Optional[_Mapping[str, float]] = ..., evidence_json: _Optional[str] = ...) -> None: ...
 
+class HopMark(_message.Message):
+    __slots__ = ("hop", "unix_us")
+    HOP_FIELD_NUMBER: _ClassVar[int]
+    UNIX_US_FIELD_NUMBER: _ClassVar[int]
+    hop: str
+    unix_us: int
+    def __init__(self, hop: _Optional[str] = ..., unix_us: _Optional[int] = ...) -> None: ...
+
 class StageMessage(_message.Message):
-    __slots__ = ("request_id", "deadline_unix_ms", "accepted_unix_ms", "question", "strategy", "k", "options_json", "question_embedding", "parsed", "symbol_sets", "scope", "candidates", "rerank_count", "timings_ms", "notes_json", "stream_partial", "gateway_id", "parsed_set", "symbols_set", "scope_set", "ranked_set")
+    __slots__ = ("request_id", "deadline_unix_ms", "accepted_unix_ms", "question", "strategy", "k", "options_json", "question_embedding", "parsed", "symbol_sets", "scope", "candidates", "rerank_count", "timings_ms", "notes_json", "stream_partial", "gateway_id", "parsed_set", "symbols_set", "scope_set", "ranked_set", "hops")
     class TimingsMsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -184,6 +192,7 @@ class StageMessage(_message.Message):
     SYMBOLS_SET_FIELD_NUMBER: _ClassVar[int]
     SCOPE_SET_FIELD_NUMBER: _ClassVar[int]
     RANKED_SET_FIELD_NUMBER: _ClassVar[int]
+    HOPS_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     deadline_unix_ms: int
     accepted_unix_ms: int
@@ -205,10 +214,11 @@ class StageMessage(_message.Message):
     symbols_set: bool
     scope_set: bool
     ranked_set: bool
-    def __init__(self, request_id: _Optional[str] = ..., deadline_unix_ms: _Optional[int] = ..., accepted_unix_ms: _Optional[int] = ..., question: _Optional[str] = ..., strategy: _Optional[str] = ..., k: _Optional[int] = ..., options_json: _Optional[str] = ..., question_embedding: _Optional[bytes] = ..., parsed: _Optional[_Union[StructuredQuery, _Mapping]] = ..., symbol_sets: _Optional[_Iterable[_Union[CandidateSet, _Mapping]]] = ..., scope: _Optional[_Union[Scope, _Mapping]] = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., rerank_count: _Optional[int] = ..., timings_ms: _Optional[_Mapping[str, float]] = ..., notes_json: _Optional[str] = ..., stream_partial: _Optional[bool] = ..., gateway_id: _Optional[str] = ..., parsed_set: _Optional[bool] = ..., symbols_set: _Optional[bool] = ..., scope_set: _Optional[bool] = ..., ranked_set: _Optional[bool] = ...) -> None: ...
+    hops: _containers.RepeatedCompositeFieldContainer[HopMark]
+    def __init__(self, request_id: _Optional[str] = ..., deadline_unix_ms: _Optional[int] = ..., accepted_unix_ms: _Optional[int] = ..., question: _Optional[str] = ..., strategy: _Optional[str] = ..., k: _Optional[int] = ..., options_json: _Optional[str] = ..., question_embedding: _Optional[bytes] = ..., parsed: _Optional[_Union[StructuredQuery, _Mapping]] = ..., symbol_sets: _Optional[_Iterable[_Union[CandidateSet, _Mapping]]] = ..., scope: _Optional[_Union[Scope, _Mapping]] = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., rerank_count: _Optional[int] = ..., timings_ms: _Optional[_Mapping[str, float]] = ..., notes_json: _Optional[str] = ..., stream_partial: _Optional[bool] = ..., gateway_id: _Optional[str] = ..., parsed_set: _Optional[bool] = ..., symbols_set: _Optional[bool] = ..., scope_set: _Optional[bool] = ..., ranked_set: _Optional[bool] = ..., hops: _Optional[_Iterable[_Union[HopMark, _Mapping]]] = ...) -> None: ...
 
 class AnswerEnvelope(_message.Message):
-    __slots__ = ("request_id", "kind", "stage", "answer", "status_code", "status_message", "gateway_id")
+    __slots__ = ("request_id", "kind", "stage", "answer", "status_code", "status_message", "gateway_id", "hops")
     class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         KIND_UNSPECIFIED: _ClassVar[AnswerEnvelope.Kind]
@@ -226,6 +236,7 @@ class AnswerEnvelope(_message.Message):
     STATUS_CODE_FIELD_NUMBER: _ClassVar[int]
     STATUS_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     GATEWAY_ID_FIELD_NUMBER: _ClassVar[int]
+    HOPS_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     kind: AnswerEnvelope.Kind
     stage: str
@@ -233,7 +244,8 @@ class AnswerEnvelope(_message.Message):
     status_code: int
     status_message: str
     gateway_id: str
-    def __init__(self, request_id: _Optional[str] = ..., kind: _Optional[_Union[AnswerEnvelope.Kind, str]] = ..., stage: _Optional[str] = ..., answer: _Optional[bytes] = ..., status_code: _Optional[int] = ..., status_message: _Optional[str] = ..., gateway_id: _Optional[str] = ...) -> None: ...
+    hops: _containers.RepeatedCompositeFieldContainer[HopMark]
+    def __init__(self, request_id: _Optional[str] = ..., kind: _Optional[_Union[AnswerEnvelope.Kind, str]] = ..., stage: _Optional[str] = ..., answer: _Optional[bytes] = ..., status_code: _Optional[int] = ..., status_message: _Optional[str] = ..., gateway_id: _Optional[str] = ..., hops: _Optional[_Iterable[_Union[HopMark, _Mapping]]] = ...) -> None: ...
 
 class StageResult(_message.Message):
     __slots__ = ("forward", "has_forward", "answers")

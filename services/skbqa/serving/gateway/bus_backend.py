@@ -20,7 +20,9 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from skbqa.bus import topics
 from skbqa.bus.base import Bus, Consumer, unreachable
 from skbqa.common.errors import BackendUnavailableError, InvalidInputError
+from skbqa.observability import hops
 from skbqa.observability.metrics import get_metrics
+from skbqa.serving import latency_trace
 from skbqa.serving.gateway.backends import Waiter
 from skbqa.serving.gateway.stage_liveness import DEFAULT_STALL_S, StageLiveness
 from skbqa.serving.stages.core import AnswerEnvelope, StageMessage
@@ -101,6 +103,8 @@ class BusBackend:
     def _publish(self, message: StageMessage) -> Future[None]:
         if not self._backlog.acquire(blocking=False):
             raise BackendUnavailableError(BUS_DOWN if self._down else "too many requests waiting for the bus")
+        if message.hops:  # the trace's first hop ends as the request leaves for the bus
+            latency_trace.mark(message, hops.GATEWAY_ACCEPT)
         value = message.SerializeToString()
         future = self._publisher.submit(self._bus.publish, topics.QUERY, message.request_id, value)
         future.add_done_callback(lambda _: self._backlog.release())
@@ -147,9 +151,12 @@ class BusBackend:
                 self._stop.wait(0.5)
                 continue
             for message in messages:
+                read_us = hops.now_us()  # ends the answer's hop in the request's latency trace
                 if message.timestamp_ms:  # the last hop: answer published → read by this gateway
                     metrics.observe_queue_wait("gateway", time.time() - message.timestamp_ms / 1000)
                 envelope = AnswerEnvelope.FromString(message.value)
+                if envelope.hops:
+                    latency_trace.mark(envelope, hops.ANSWER_QUEUE, read_us)
                 self._answered_at = time.monotonic()  # the pipeline answers (`StageLiveness`)
                 if envelope.gateway_id and envelope.gateway_id != self.gateway_id:
                     continue
