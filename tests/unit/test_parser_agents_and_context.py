@@ -186,6 +186,7 @@ def test_a_source_the_descriptions_cite_is_no_constraint(engine: EmbeddedEngine)
         "What NLC books did Ada Voss write?",
         "NLC books written by Ada Voss",  # at the question's start
         "anything in NLC that Ada Voss wrote?",  # a relative clause after it
+        "which books did Ada Voss write in the NLC?",  # an article between
     ):
         parsed = parse(engine, question)
         assert [names for s in parsed.symbols.values() if (names := s.names)] == [("Ada Voss",)], question

@@ -18,7 +18,7 @@ from skbqa.query.encoder import Encoder
 from skbqa.query.structured import AttributeConstraint, StructuredQuery, Symbol
 from skbqa.stages.parse.chain_words import INVERSE_WORDS, RELATIVE_PRONOUNS, chain_phrases, content_words
 from skbqa.stages.parse.chains import ChainReader
-from skbqa.stages.parse.constants import Constant
+from skbqa.stages.parse.constants import EDGE_NAME, Constant
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.relations import RelationChooser, RelationOption, stems
 from skbqa.stages.parse.type_mentions import PREPOSITIONS, TypeMention, TypeVocabulary
@@ -100,7 +100,8 @@ class QueryAssembler:
         wanted: set[str] = set()
         pronoun = _referring_pronoun(text)
         for named in constants:
-            hinted = _hint_before(hints, named.start, text) or self._hint_after(text, named)
+            hinted = next((m.type_name for m in hints if self._typed_by(text, m, named)), None)
+            hinted = hinted or self._hint_after(text, named)
             constant = named
             if (
                 pronoun is not None
@@ -112,7 +113,7 @@ class QueryAssembler:
                 constant = replace(named, start=pronoun, end=pronoun + 1)
                 pronoun = None
             subject = self._constant_is_subject(text, constant, hints)
-            left, right = text.clause(constant.start, constant.end)
+            left, right = text.clause(constant.start, constant.end, RELATION_WORDS)
             clause = self._relating(text, constant, hints)  # without "the package" before "X"
             previous = plans[-1] if plans else None
             # "on X and (also) on Y": the preposition said again, or "also", still puts Y where X stands
@@ -136,7 +137,7 @@ class QueryAssembler:
                         for m in [*hints, *placeholders]
                         if left <= m.start
                         and m.end <= constant.start
-                        and not _types_the_name(text, m, constant.start)
+                        and not self._typed_by(text, m, constant)
                         and not any(other.end == m.start for other in constants)  # "the games *section* that …"
                     ),
                     key=lambda m: m.start,
@@ -216,7 +217,7 @@ class QueryAssembler:
                 parsed.symbols[TARGET] = Symbol(TARGET, target_type, (plan.constant.surface,))
                 warnings.append(f"{plan.constant.surface!r} names the answer itself")
                 continue
-            left, right = text.clause(plan.constant.start, plan.constant.end)
+            left, right = text.clause(plan.constant.start, plan.constant.end, RELATION_WORDS)
             text.relation_tokens.update(i for i in range(left, right) if text.claimed[i] is None)
             parsed.symbols[name] = Symbol(name, type_name, (plan.constant.surface,))
             vias = [f"m{index + 1}" + ("" if k == 0 else f"_{k + 1}") for k in range(len(option.vias))]
@@ -235,14 +236,18 @@ class QueryAssembler:
     def _clause_words(self, text: QuestionText, constant: Constant) -> tuple[list[str], list[str]]:
         """The words of the constant's clause before and after it (the clause extends over free tokens only, so
         the constant's own claim does not stop it)."""
-        left, right = text.clause(constant.start, constant.end)
+        left, right = text.clause(constant.start, constant.end, RELATION_WORDS)
         return text.words(left, constant.start), text.words(constant.end, right)
 
     def _lend_stray_relation_words(self, text: QuestionText, plans: list[_Plan]) -> None:
         """Words that name an edge but stand in no name's clause ("… both curl and wget to be around *(as
         recommendations)*", "*dependencies* shared by X and Y") state the relation of the names whose own clauses
         name none: they join those names' phrases."""
-        clauses = {i for plan in plans for i in range(*text.clause(plan.constant.start, plan.constant.end))}
+        clauses = {
+            i
+            for plan in plans
+            for i in range(*text.clause(plan.constant.start, plan.constant.end, RELATION_WORDS))
+        }
         # only a head noun or an aside says so plainly; a free word elsewhere mostly qualifies something else
         # ("which *clinical* abnormalities …")
         stray = [
@@ -275,10 +280,18 @@ class QueryAssembler:
         """The clause's words that may relate the constant: without a type word that types it ("… depended on by
         *the package* X"), which is part of the name's phrase. `hints`: the question's type words."""
         before_words, after_words = self._clause_words(text, constant)
-        typing = next((m for m in hints if _types_the_name(text, m, constant.start)), None)
+        typing = next((m for m in hints if self._typed_by(text, m, constant)), None)
         if typing is not None and constant.start - typing.start <= len(before_words):
             before_words = before_words[: len(before_words) - (constant.start - typing.start)]
         return before_words, after_words
+
+    def _typed_by(self, text: QuestionText, mention: TypeMention, constant: Constant) -> bool:
+        """A type word just before a constant that has a node of its type types it ("the gene BCS1L", "with the
+        phenotype Anhidrosis"); "the diseases TSC1 is associated with" is a clause about diseases, TSC1 none."""
+        code = self._schema.node_code(mention.type_name)
+        return _types_the_name(text, mention, constant.start) and bool(
+            (self._stores.nodes.types[constant.positions] == code).any()
+        )
 
     def _phrase(self, text: QuestionText, constant: Constant) -> str:
         """The clause's words around the constant, without it: what the question says links it to the answer."""
@@ -339,6 +352,8 @@ def _longer_or_better(
 # What may stand between two coordinated names ("X and Y", "X, Y or Z", "both X and Y").
 COORDINATION = frozenset({"and", "or", "nor", "both", "either", "neither", "as", "well"})
 ALSO_WORDS = frozenset({"also", "too"})
+# Words claimed as an edge's name ("*modes of inheritance* of the diseases …") belong to the clause they relate.
+RELATION_WORDS = frozenset({EDGE_NAME})
 # Pronouns that stand for a node named earlier ("X: what depends on *it*?", "X genes - where do *their* products …")
 REFERRING_PRONOUNS = frozenset({"it", "its", "them", "their", "this", "they"})
 
@@ -358,11 +373,6 @@ def _types_the_name(text: QuestionText, mention: TypeMention, start: int) -> boo
     """ "the *package* X": a type word right before the name starting at `start` types it; it is no node on the
     way."""
     return mention.end <= start and all(w in ("the", "a", "an") for w in text.words(mention.end, start))
-
-
-def _hint_before(hints: Sequence[TypeMention], start: int, text: QuestionText) -> str | None:
-    """A type word just before a constant ("the gene BCS1L", "with the phenotype Anhidrosis")."""
-    return next((m.type_name for m in hints if _types_the_name(text, m, start)), None)
 
 
 def _types_in_order(positions: np.ndarray, node_types: np.ndarray) -> list[int]:

@@ -69,6 +69,13 @@ class ConstantSpotter:
             for word in words
         }
         self._edge_name_stems = set().union(*(stems(e.name.replace("_", " ")) for e in schema.edge_types))
+        type_stems = set().union(*(stems(t.name.replace("_", " ")) for t in schema.node_types))
+        # each edge's own words, type names aside, when there are several: "mode", "inheritance"
+        self._edge_phrases = [
+            words
+            for e in schema.edge_types
+            if len(words := stems(e.name.replace("_", " ")) - type_stems) >= MIN_EDGE_PHRASE_WORDS
+        ]
         self.relation_stems = set().union(*(stems(e.name + " " + e.description) for e in schema.edge_types))
 
     def warm(self) -> None:
@@ -88,7 +95,9 @@ class ConstantSpotter:
                 if all(w in FUNCTION_WORDS for w in words):
                     continue
                 surface = text.span_text(i, i + n)
-                if lexicon.positions(surface, original=surface).size:
+                if lexicon.positions(surface, original=surface).size and not self._ends_an_edge_name(
+                    text, i, i + n
+                ):
                     spans.append((i, i + n))
                     i += n - 1
                     break
@@ -214,11 +223,23 @@ class ConstantSpotter:
         kept: list[Constant] = []
         for i, constant in enumerate(found):
             nxt = found[i + 1] if i + 1 < len(found) else None
+            if self._ends_an_edge_name(text, constant.start, constant.end):
+                text.claim(constant.start, constant.end, EDGE_NAME)  # a relation's words: in its clause
+                continue
             if nxt is not None and self._labels_next(text, constant, nxt):
                 text.claim(constant.start, constant.end, "relation")
                 continue
             kept.append(constant)
         return kept
+
+    def _ends_an_edge_name(self, text: QuestionText, start: int, end: int) -> bool:
+        """ "the *mode of inheritance* of X", "*modes of* inheritance of the diseases …": a name that, alone or with
+        the words right before it, says an edge's name (its own words: `disease_has_mode_of_inheritance`) names
+        that relation, not a node."""
+        own = stems(" ".join(noun_lemma(w) or w for w in text.words(start, end)))  # "modes" says "mode"
+        lead = text.words(max(start - EDGE_PHRASE_LEAD, 0), start)
+        before = stems(" ".join(noun_lemma(w) or w for w in lead))
+        return bool(own) and any(own <= words <= own | before for words in self._edge_phrases)
 
     def _labels_next(self, text: QuestionText, constant: Constant, nxt: Constant) -> bool:
         between = text.words(constant.end, nxt.start)
@@ -373,6 +394,9 @@ def _free_but_names(
 
 # "whose clinical course is recorded as rapidly progressive": a category this far from the value, this many levels up
 LABEL_GAP_WORDS = 4
+MIN_EDGE_PHRASE_WORDS = 2
+EDGE_NAME = "edge_name"  # how a name that says an edge's name is claimed
+EDGE_PHRASE_LEAD = 3  # "*modes of* inheritance": the edge's other words come this close before the name
 LABEL_LEVELS = 4
 COPULAS = frozenset({"is", "are", "was", "were", "be", "being"})
 MAX_SURFACES = 32  # readings of the words of one span tried together

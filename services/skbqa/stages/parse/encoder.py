@@ -279,8 +279,11 @@ class EncoderParser:
                 or text.is_boundary_word(i + 1)
                 or text.tokens[i + 1].lower in RELATIVE_PRONOUNS  # "anything *in HPO* that counts as …"
             )
-            if i > 0 and text.tokens[i - 1].lower in KB_CONTEXT_PREPOSITIONS and closing:
-                text.claim(i - 1, i + 1, "context")
+            # "in HPO", "in *the* HPO" (a written name: "on the packages" is no place)
+            named = not text.tokens[i].text.islower()
+            before = i - 2 if named and i > 1 and text.tokens[i - 1].lower in ARTICLES else i - 1
+            if before >= 0 and text.tokens[before].lower in KB_CONTEXT_PREPOSITIONS and closing:
+                text.claim(before, i + 1, "context")
             elif (  # "What *HPO* terms …", "*HPO* terms two levels below …": the source qualifies the answer's noun
                 word in self._sources
                 and (i == 0 or text.tokens[i - 1].lower in QUESTION_WORDS | ARTICLES)

@@ -190,15 +190,20 @@ class QuestionText:
     def is_boundary_word(self, index: int) -> bool:
         return self.tokens[index].lower in _BOUNDARY_WORDS
 
-    def clause(self, start: int, end: int) -> tuple[int, int]:
-        """The clause around tokens start..end-1: extended over free, non-boundary tokens on both sides."""
+    def clause(self, start: int, end: int, through: frozenset[str] = frozenset()) -> tuple[int, int]:
+        """The clause around tokens start..end-1: extended over free, non-boundary tokens on both sides (and tokens
+        claimed as one of `through`)."""
         left = start
-        while left > 0 and self.claimed[left - 1] is None and not self.is_boundary_word(left - 1):
+        while left > 0 and self.claimed[left - 1] in {None, *through} and not self.is_boundary_word(left - 1):
             if self.boundary_before(left):
                 break
             left -= 1
         right = end
-        while right < len(self.tokens) and self.claimed[right] is None and not self.is_boundary_word(right):
+        while (
+            right < len(self.tokens)
+            and self.claimed[right] in {None, *through}
+            and not self.is_boundary_word(right)
+        ):
             if self.boundary_before(right):
                 break
             right += 1
