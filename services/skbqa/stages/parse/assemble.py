@@ -18,8 +18,9 @@ from skbqa.query.encoder import Encoder
 from skbqa.query.structured import AttributeConstraint, StructuredQuery, Symbol
 from skbqa.stages.parse.chain_words import INVERSE_WORDS, RELATIVE_PRONOUNS, chain_phrases, content_words
 from skbqa.stages.parse.chains import ChainReader
-from skbqa.stages.parse.constants import EDGE_NAME, Constant
+from skbqa.stages.parse.constants import Constant
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
+from skbqa.stages.parse.relation_labels import EDGE_NAME
 from skbqa.stages.parse.relations import RelationChooser, RelationOption, stems
 from skbqa.stages.parse.type_mentions import PREPOSITIONS, TypeMention, TypeVocabulary
 from skbqa.stores.index import IndexStores

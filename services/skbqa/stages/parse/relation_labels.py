@@ -1,0 +1,106 @@
+"""Names in a question that label a relation rather than name a node: a name that says an edge's own name ("the
+*mode of inheritance* of X"), a name that labels the next name ("whose *inheritance* is …"), and a category said
+of a name below it in its hierarchy ("whose *clinical course* is rapidly progressive"). `ConstantSpotter` drops
+them from the constants; they stay the relation's words.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from skbqa.stages.parse.chain_words import RELATIVE_PRONOUNS
+from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
+from skbqa.stages.parse.relations import stems
+from skbqa.stages.parse.spelling import is_english
+from skbqa.stages.parse.type_mentions import noun_lemma
+from skbqa.stores.index import IndexStores
+
+if TYPE_CHECKING:
+    from skbqa.stages.parse.constants import Constant
+
+COORDINATORS = frozenset({"and", "or", "nor"})
+COPULAS = frozenset({"is", "are", "was", "were", "be", "being"})
+# "whose clinical course is recorded as rapidly progressive": a category this far from the value, this many levels up
+LABEL_GAP_WORDS = 4
+LABEL_LEVELS = 4
+MIN_EDGE_PHRASE_WORDS = 2
+EDGE_PHRASE_LEAD = 3  # "*modes of* inheritance": the edge's other words come this close before the name
+EDGE_NAME = "edge_name"  # how a name that says an edge's name is claimed
+
+
+class RelationLabels:
+    def __init__(self, stores: IndexStores) -> None:
+        self._stores = stores
+        schema = stores.nodes.schema
+        self._edge_name_stems = set().union(*(stems(e.name.replace("_", " ")) for e in schema.edge_types))
+        type_stems = set().union(*(stems(t.name.replace("_", " ")) for t in schema.node_types))
+        # each edge's own words, type names aside, when there are several: "mode", "inheritance"
+        self._edge_phrases = [
+            own
+            for e in schema.edge_types
+            if len(own := stems(e.name.replace("_", " ")) - type_stems) >= MIN_EDGE_PHRASE_WORDS
+        ]
+
+    def drop(self, text: QuestionText, found: list[Constant]) -> list[Constant]:
+        """A name that only labels the relation of the next name is not a constant: "with the *mode of
+        inheritance* Autosomal dominant …", "whose *inheritance* is …", "*localised* to the site of …". It is
+        followed by the next name with at most two function words between, and is either made of an edge type's
+        name words or is a single word (some SKBs have nodes called "Mode of inheritance" or "Localized")."""
+        kept: list[Constant] = []
+        for i, constant in enumerate(found):
+            nxt = found[i + 1] if i + 1 < len(found) else None
+            if self.says_an_edge_name(text, constant.start, constant.end):
+                text.claim(constant.start, constant.end, EDGE_NAME)  # a relation's words: in its clause
+                continue
+            if nxt is not None and self._labels_next(text, constant, nxt):
+                text.claim(constant.start, constant.end, "relation")
+                continue
+            kept.append(constant)
+        return kept
+
+    def says_an_edge_name(self, text: QuestionText, start: int, end: int) -> bool:
+        """ "the *mode of inheritance* of X", "*modes of* inheritance of the diseases …": a name that, alone or with
+        the words right before it, says an edge's name (its own words: `disease_has_mode_of_inheritance`) names
+        that relation, not a node."""
+        own = stems(" ".join(noun_lemma(w) or w for w in text.words(start, end)))  # "modes" says "mode"
+        lead = text.words(max(start - EDGE_PHRASE_LEAD, 0), start)
+        before = stems(" ".join(noun_lemma(w) or w for w in lead))
+        return bool(own) and any(own <= words <= own | before for words in self._edge_phrases)
+
+    def _labels_next(self, text: QuestionText, constant: Constant, nxt: Constant) -> bool:
+        between = text.words(constant.end, nxt.start)
+        if self._category_of(text, constant, nxt, between):
+            return True
+        if len(between) > 2 or any(w not in FUNCTION_WORDS or w in COORDINATORS for w in between):
+            return False  # "X and Y", "X or Y": two names side by side, neither labels the other
+        if any(w in RELATIVE_PRONOUNS or w == "whose" for w in between):
+            return False  # "dementia *whose* clinical course …": a relative clause about it (or the answer)
+        if any(text.boundary_before(i) for i in range(constant.end, nxt.start + 1)):
+            return False
+        words = stems(constant.surface)
+        # a single word labels only if English knows it ("*localised* to …"); "the *zsh* program" names a node
+        single = constant.end - constant.start == 1 and is_english(text.tokens[constant.start].lower)
+        return bool(words) and (words <= self._edge_name_stems or single)
+
+    def _category_of(self, text: QuestionText, constant: Constant, nxt: Constant, between: list[str]) -> bool:
+        """ "whose *clinical course* is (recorded as) rapidly progressive": a name said, through a copula, of a
+        name below it in its hierarchy labels it (a category, not a second node)."""
+        if not COPULAS & set(between) or len(between) > LABEL_GAP_WORDS:
+            return False
+        if any(text.boundary_before(i) for i in range(constant.end, nxt.start + 1)):
+            return False
+        graph, types, schema = self._stores.graph, self._stores.nodes.types, self._stores.nodes.schema
+        above = set(constant.positions.tolist())
+        for code in np.unique(types[nxt.positions]).tolist():
+            kind = schema.node_types[int(code)].name
+            edges = {e.name for e in schema.edge_types if e.source == kind and e.target == kind}
+            level = nxt.positions[types[nxt.positions] == code]
+            for _ in range(LABEL_LEVELS):
+                level = np.unique(
+                    np.concatenate([graph.neighbours(level, edge, "out") for edge in edges] or [level[:0]])
+                )
+                if above.intersection(level.tolist()):
+                    return True
+        return False
