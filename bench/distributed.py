@@ -10,7 +10,10 @@
    its `end_to_end`), p50 and mean per hop, the sum of the hop p50s against the end-to-end p50 (medians need not
    add; the means do), for the distributed code path and the stack, with the stack's p50 per hop from Prometheus
    (`skbqa_hop_seconds`) beside it;
-6. where the overhead goes, each part measured in this run: the distributed code path (gateway, bus workers, stage
+6. the stack with co-located light stages (`--layout`, each a `stack up --colocate` layout; default
+   `parser+symbols+grounding`, and that plus `ranking+reranker`) against the default stack (a process per stage):
+   p50/p95, throughput and the budget, as ratios to the default stack's row of this run;
+7. where the overhead goes, each part measured in this run: the distributed code path (gateway, bus workers, stage
    codec, answer routing, metrics) in one process over the in-memory bus; the stack without Triton (every service
    encodes in process); and one publish → fetch hop on the stack's broker (the pipeline makes six).
 
@@ -138,6 +141,46 @@ def _promql(base: str, query: str, label: str = "stage") -> dict[str, float]:
     return {r["metric"].get(label, ""): round(float(r["value"][1]) * 1000, 2) for r in result}
 
 
+def _colocated_row(
+    args: argparse.Namespace, questions: list[str], expected: list[list[int]], default: dict[str, Any], layout: str
+) -> dict[str, Any]:
+    """One stack whose `layout` groups ("a+b+c,d+e") each run as one process, measured as the default stack's row
+    was, with ratios to it: fewer broker hops against stages that no longer scale (or fail) one by one."""
+    groups = tuple(group for group in layout.split(",") if group)
+    with tempfile.TemporaryDirectory() as tmp:
+        stack = LocalStack(
+            StackOptions(index=args.index, directory=Path(tmp), gateway_port=0, colocate=groups, prometheus=True)
+        )
+        started = time.perf_counter()
+        stack.up()
+        try:
+            port = stack.ports["gateway"]
+            measured = _latencies(port, questions, args.rounds)
+            row: dict[str, Any] = {
+                "layout": layout,
+                "processes": len(stack.records),
+                "stack_up_s": round(time.perf_counter() - started, 1),
+                **_summary(measured.times),
+                "same_rankings_as_embedded": sum(a == b for a, b in zip(measured.rankings, expected, strict=True)),
+                "compared": len(measured.rankings),
+                "budget": _budget(measured),
+            }
+            time.sleep(3)  # one more scrape: each co-located stage still has its own skbqa_stage_seconds
+            row["sequential_stage_p50_ms"] = _promql(
+                stack.ports["prometheus"],
+                "histogram_quantile(0.5, sum by (le, stage) (skbqa_stage_seconds_bucket))",
+            )
+            row["throughput_per_s"] = round(_throughput(port, questions, args.clients, args.requests), 1)
+        finally:
+            stack.down()
+    row["ratio_to_default_stack"] = {
+        "p50": round(row["p50"] / default["p50"], 3),
+        "p95": round(row["p95"] / default["p95"], 3),
+        "throughput": round(row["throughput_per_s"] / default["throughput_per_s"], 3),
+    }
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index", type=Path, required=True)
@@ -148,6 +191,13 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=120)
     parser.add_argument("--slowest", default="ranking")
     parser.add_argument("--baseline-bus-options", default="fetch_max_wait_ms=100")
+    parser.add_argument(
+        "--layout",
+        action="append",
+        default=None,
+        help="co-located groups of one stack row, comma-separated (repeatable; default: "
+        "parser+symbols+grounding, and parser+symbols+grounding,ranking+reranker)",
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     questions = _questions(args.qa, args.limit)
@@ -229,6 +279,11 @@ def main() -> None:
                 report[f"distributed_{args.slowest}_x{replicas}"] = row
             finally:
                 stack.down()
+    layouts = args.layout or ["parser+symbols+grounding", "parser+symbols+grounding,ranking+reranker"]
+    report["colocated"] = [
+        _colocated_row(args, questions, embedded_rankings, report[f"distributed_{args.slowest}_x1"], layout)
+        for layout in layouts
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         stack = LocalStack(
             StackOptions(
@@ -273,6 +328,8 @@ def main() -> None:
     print(text)
     _print_budget("distributed code path, in-memory bus", report["distributed_code_path_memory_bus"]["budget"])
     _print_budget(f"distributed stack, {args.slowest} x1", one["budget"])
+    for row in report["colocated"]:
+        _print_budget(f"distributed stack, co-located {row['layout']}", row["budget"])
     if args.out:
         args.out.write_text(text + "\n")
 

@@ -19,11 +19,11 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from skbqa.observability import hops
-from skbqa.observability.metrics import get_metrics
 from skbqa.serving.run import start_embedded
 from skbqa.serving.settings import ServiceSettings
 from skbqa.v1 import api_pb2, api_pb2_grpc
 from tests.conftest import SAMPLE_BUNDLE
+from tests.fakes.pipeline import gateway_ask_seconds, serve_all_in_one
 
 QUESTIONS = [json.loads(line)["question"] for line in (SAMPLE_BUNDLE / "qa.jsonl").read_text().splitlines()]
 
@@ -279,17 +279,7 @@ def test_serve_refuses_bad_settings_with_one_line(tmp_path: Path) -> None:
 def all_in_one(biomed_sample_engine):
     """`--role all`: the gateway and the five stage workers in one process over the in-memory bus — the
     distributed code path (workers, topics, answer routing) without processes or a broker."""
-    from skbqa.serving.run import start_all_in_one
-
-    settings = ServiceSettings(
-        index=biomed_sample_engine.stores.directory, port=0, role="all", bus_url="memory://all-in-one-test"
-    )
-    running, stop = start_all_in_one(settings)
-    try:
-        with grpc.insecure_channel(f"127.0.0.1:{running.port}") as channel:
-            yield api_pb2_grpc.SkbqaStub(channel)
-    finally:
-        stop()
+    yield from serve_all_in_one(biomed_sample_engine.stores.directory, "all-in-one-test")
 
 
 def test_all_in_one_over_the_memory_bus_matches_the_engine(all_in_one, biomed_sample_engine) -> None:
@@ -300,12 +290,6 @@ def test_all_in_one_over_the_memory_bus_matches_the_engine(all_in_one, biomed_sa
     assert [e.WhichOneof("event") for e in events] == ["partial", "final"]
 
 
-def _gateway_ask_seconds() -> float:
-    """Everything this process's gateway measured end to end for successful `Ask` calls so far."""
-    sample = get_metrics().registry.get_sample_value("skbqa_request_seconds_sum", {"rpc": "ask", "status": "ok"})
-    return sample or 0.0
-
-
 def test_all_in_one_latency_budget_adds_up_to_the_gateway_time(all_in_one) -> None:
     """Issue 19: over 100 requests through the distributed code path, the hops of each answer's trace
     (`timings_ms` keys `hop.*`) sum to within 5 % of the end-to-end time the gateway measured for that call
@@ -313,9 +297,9 @@ def test_all_in_one_latency_budget_adds_up_to_the_gateway_time(all_in_one) -> No
     processes: tests/integration/test_distributed_stack.py."""
     rows = []
     for n in range(100):
-        before = _gateway_ask_seconds()
+        before = gateway_ask_seconds()
         response = all_in_one.Ask(api_pb2.AskRequest(question=QUESTIONS[n % len(QUESTIONS)]), timeout=60)
-        gateway_ms = (_gateway_ask_seconds() - before) * 1000
+        gateway_ms = (gateway_ask_seconds() - before) * 1000
         parts = [ms for key, ms in response.timings_ms.items() if key.startswith(hops.TIMING_PREFIX)]
         assert len(parts) == len(hops.HOPS), sorted(response.timings_ms)
         assert abs(sum(parts) - response.timings_ms[hops.END_TO_END]) < 0.01

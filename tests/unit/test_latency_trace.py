@@ -17,11 +17,11 @@ from skbqa.bus.memory import MemoryBus
 from skbqa.observability import hops
 from skbqa.observability.metrics import Metrics, get_metrics
 from skbqa.serving import latency_trace
-from skbqa.serving.gateway.bus_backend import BusBackend
 from skbqa.serving.stages.core import ROLES, AnswerEnvelope, StageMessage, StageOutput
 from skbqa.serving.worker import StageWorker
 from skbqa.v1 import api_pb2, api_pb2_grpc
 from tests.fakes.backends import GatedBackend, GatedStageCore, start_api
+from tests.fakes.pipeline import api_over
 
 CHAIN = (topics.QUERY, topics.PARSED, topics.SYMBOLS, topics.GROUNDED, topics.RANKED, topics.ANSWER)
 
@@ -94,19 +94,10 @@ def pipeline() -> Iterator[api_pb2_grpc.SkbqaStub]:
         )
         for core in cores
     ]
-    for worker in workers:
-        worker.start()
-    backend = BusBackend(bus, poll_timeout_s=0.02, stall_s=0)
-    server = start_api(backend)
     try:
-        assert backend.wait_ready(10)
-        with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
-            yield api_pb2_grpc.SkbqaStub(channel)
+        with api_over(bus, workers) as stub:
+            yield stub
     finally:
-        server.stop()
-        for worker in workers:
-            worker.stop()
-        backend.close()
         bus.close()
 
 

@@ -25,6 +25,9 @@ def index(tmp_path: Path) -> Path:
         ({"replicas": {"ranking": 9}}, "replicas of ranking must be 1..8"),
         ({"bus_options": "fetch_wait=20"}, "unknown option 'fetch_wait'"),
         ({"bus_options": "fetch_max_wait_ms=soon"}, "fetch_max_wait_ms='soon' is not a int"),
+        ({"colocate": ("parser+grounding",)}, "consecutive and in pipeline order"),
+        ({"colocate": ("parser+symbols", "symbols+grounding")}, "in two co-located groups"),
+        ({"colocate": ("parser+symbols",), "replicas": {"symbols": 2}}, "set --replicas parser\\+symbols=2"),
     ],
 )
 def test_bad_settings_are_refused_before_anything_starts(index: Path, changes: dict, message: str) -> None:
@@ -45,3 +48,26 @@ def test_bus_options_become_the_services_bus_url_query(index: Path, options: str
     stack = LocalStack(StackOptions(index=index, directory=index / "stack", bus_options=options))
     stack.ports["bus"] = "kafka://127.0.0.1:9"
     assert stack.bus_url == url
+
+
+def test_a_colocated_group_is_one_service_and_the_gateway_is_told(index: Path, monkeypatch) -> None:
+    options = StackOptions(
+        index=index,
+        directory=index / "stack",
+        colocate=("parser+symbols+grounding", "ranking+reranker"),
+        replicas={"ranking+reranker": 2},
+    )
+    assert options.service_roles == ("gateway", "parser+symbols+grounding", "ranking+reranker")
+    stack = LocalStack(options)
+    stack.directory.mkdir()  # where the state is saved
+    stack.ports["bus"] = "kafka://127.0.0.1:9"
+    started: dict[str, list[str]] = {}
+    monkeypatch.setattr(stack, "_start", lambda name, argv, ports, env=None: started.__setitem__(name, argv))
+    stack.start_service("gateway", wait=False)
+    stack.start_service("ranking+reranker", 1, wait=False)
+    gateway = started["gateway-0"]
+    assert gateway[gateway.index("--colocated") :].count("--colocated") == 2
+    assert "ranking+reranker" in gateway and "parser+symbols+grounding" in gateway
+    group = started["ranking+reranker-1"]
+    assert group[group.index("--role") + 1] == "ranking+reranker"
+    assert group[group.index("--ray-address") + 1] == "local"  # the reranker inside it keeps Ray Serve

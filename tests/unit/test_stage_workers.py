@@ -16,6 +16,7 @@ from skbqa.serving.gateway.bus_backend import BusBackend
 from skbqa.serving.stages.core import AnswerEnvelope, StageMessage, StageOutput
 from skbqa.serving.status import DEADLINE_EXCEEDED, INVALID_ARGUMENT, UNAVAILABLE
 from skbqa.serving.worker import StageWorker
+from tests.fakes.pipeline import read_answers
 
 
 class EchoRanker:
@@ -51,16 +52,6 @@ def _request(question: str = "q", *, deadline_ms: int = 0) -> StageMessage:
     )
 
 
-def _answers(bus: MemoryBus, count: int, timeout_s: float = 5.0) -> list[AnswerEnvelope]:
-    consumer = bus.consumer([topics.ANSWER], group=f"probe-{uuid.uuid4().hex}")
-    found: list[AnswerEnvelope] = []
-    deadline = time.monotonic() + timeout_s
-    while len(found) < count and time.monotonic() < deadline:
-        found += [AnswerEnvelope.FromString(m.value) for m in consumer.poll(0.1, 100)]
-    consumer.close()
-    return found
-
-
 @pytest.fixture
 def bus():
     memory = MemoryBus()
@@ -74,7 +65,7 @@ def test_answers_every_request_and_commits(bus) -> None:
         sent = [_request(f"q{i}") for i in range(20)]
         for message in sent:
             bus.publish(topics.RANKED, message.request_id, message.SerializeToString())
-        answers = _answers(bus, 20)
+        answers = read_answers(bus, 20)
         assert sorted(a.answer.decode() for a in answers) == sorted(m.question for m in sent)
         deadline = time.monotonic() + 5
         while bus.lag(worker.group, [topics.RANKED])[topics.RANKED] and time.monotonic() < deadline:
@@ -90,7 +81,7 @@ def test_transient_failure_is_retried(bus) -> None:
     try:
         message = _request("retry me")
         bus.publish(topics.RANKED, message.request_id, message.SerializeToString())
-        (answer,) = _answers(bus, 1)
+        (answer,) = read_answers(bus, 1)
         assert answer.kind == AnswerEnvelope.FINAL and core.calls == 3
     finally:
         worker.stop()
@@ -102,7 +93,7 @@ def test_failing_for_good_goes_to_dead_letter_with_a_clear_status(bus) -> None:
     try:
         message = _request("poison")
         bus.publish(topics.RANKED, message.request_id, message.SerializeToString())
-        (answer,) = _answers(bus, 1)
+        (answer,) = read_answers(bus, 1)
         assert answer.kind == AnswerEnvelope.ERROR and answer.status_code == UNAVAILABLE
         assert "backend down" in answer.status_message and "after 3 attempt(s)" in answer.status_message
         letters = []
@@ -123,7 +114,7 @@ def test_invalid_input_is_answered_at_once_not_retried(bus) -> None:
     try:
         message = _request()
         bus.publish(topics.RANKED, message.request_id, message.SerializeToString())
-        (answer,) = _answers(bus, 1)
+        (answer,) = read_answers(bus, 1)
         assert answer.status_code == INVALID_ARGUMENT and core.calls == 1
     finally:
         worker.stop()
@@ -135,7 +126,7 @@ def test_expired_deadline_is_answered_without_computing(bus) -> None:
     try:
         message = _request(deadline_ms=int(time.time() * 1000) - 1)
         bus.publish(topics.RANKED, message.request_id, message.SerializeToString())
-        (answer,) = _answers(bus, 1)
+        (answer,) = read_answers(bus, 1)
         assert answer.status_code == DEADLINE_EXCEEDED and core.calls == 0
     finally:
         worker.stop()
@@ -148,7 +139,7 @@ def test_redelivered_request_is_skipped_once_published(bus) -> None:
         message = _request()
         for _ in range(3):  # the same request delivered three times (a producer retry, a rebalance)
             bus.publish(topics.RANKED, message.request_id, message.SerializeToString())
-        answers = _answers(bus, 3, timeout_s=1.0)
+        answers = read_answers(bus, 3, timeout_s=1.0)
         assert len(answers) == 1 and core.calls == 1
     finally:
         worker.stop()
@@ -162,7 +153,7 @@ def test_two_replicas_share_a_topic(bus) -> None:
         for i in range(40):
             message = _request(f"q{i}")
             bus.publish(topics.RANKED, message.request_id, message.SerializeToString())
-        assert len(_answers(bus, 40)) == 40
+        assert len(read_answers(bus, 40)) == 40
         assert all(core.calls > 0 for core in cores) and sum(c.calls for c in cores) == 40
     finally:
         for worker in workers:
@@ -205,7 +196,7 @@ def test_undecodable_message_is_dead_lettered_and_the_worker_keeps_going(bus) ->
         bus.publish(topics.RANKED, "garbage-1", b"\xff\xfe not a protobuf \x00\x01")
         good = _request("after the garbage")
         bus.publish(topics.RANKED, good.request_id, good.SerializeToString())
-        answers = _answers(bus, 2)
+        answers = read_answers(bus, 2)
         by_id = {a.request_id: a for a in answers}
         assert by_id["garbage-1"].status_code == INVALID_ARGUMENT
         assert by_id[good.request_id].kind == AnswerEnvelope.FINAL

@@ -11,7 +11,7 @@ from typing import Any
 
 from skbqa.common.errors import InvalidInputError
 from skbqa.serving.gateway.limits import ClientLimits
-from skbqa.serving.settings import SERVE_ROLES, ServiceSettings, env
+from skbqa.serving.settings import ROLE_HELP, ServiceSettings, env
 
 
 def add_serve_parser(sub: Any) -> None:
@@ -19,9 +19,18 @@ def add_serve_parser(sub: Any) -> None:
     p.add_argument("--index", type=Path, default=None, help="index directory (SKBQA_INDEX)")
     p.add_argument(
         "--role",
-        choices=SERVE_ROLES,
         default=None,
-        help="distributed service to run, or 'all' (gateway + every stage worker in one process) (SKBQA_ROLE)",
+        metavar="ROLE",
+        help=f"distributed service to run: {ROLE_HELP}; 'all' is the gateway + every stage worker in one "
+        "process (SKBQA_ROLE)",
+    )
+    p.add_argument(
+        "--colocated",
+        action="append",
+        default=None,
+        metavar="STAGE+STAGE",
+        help="gateway and 'all': stages the deployment runs in one service (as its --role), so the gateway does "
+        "not watch the topics between them; repeatable or comma-separated (SKBQA_COLOCATED)",
     )
     p.add_argument("--host", default=None, help="listen address (SKBQA_HOST, default 127.0.0.1)")
     p.add_argument("--port", type=int, default=None, help="gRPC port (SKBQA_GRPC_PORT, default 50051; 0 = any)")
@@ -131,7 +140,14 @@ def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
         max_inflight=inflight,
         lag_interval_s=lag_interval,
         stage_stall_s=stage_stall,
+        colocated=_colocated(args.colocated),
     )
+
+
+def _colocated(values: list[str] | None) -> tuple[str, ...]:
+    """The co-located groups from the flags, else SKBQA_COLOCATED (comma-separated)."""
+    text = ",".join(values) if values else env("COLOCATED", "") or ""
+    return tuple(group.strip() for group in text.split(",") if group.strip())
 
 
 def limits_from_args(args: argparse.Namespace) -> ClientLimits:
@@ -156,6 +172,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from skbqa.serving.run import serve
 
     settings = settings_from_args(args)
+    settings.validate()  # before anything is built: a bad role or group is bad usage (exit 2, one line)
     limits = limits_from_args(args)
     if settings.role not in (None, "gateway", "all") and settings.bus_url.startswith("memory"):
         raise InvalidInputError(

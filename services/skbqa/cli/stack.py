@@ -21,6 +21,14 @@ def add_stack_parser(sub: Any) -> None:
     p.add_argument("--dir", type=Path, default=Path(".skbqa/stack"), help="state and logs")
     p.add_argument("--port", type=int, default=50051, help="gateway gRPC port (0 = any)")
     p.add_argument("--replicas", action="append", default=[], metavar="ROLE=N", help="e.g. ranking=2")
+    p.add_argument(
+        "--colocate",
+        action="append",
+        default=[],
+        metavar="STAGE+STAGE",
+        help="run consecutive stages as one process, e.g. parser+symbols+grounding (repeatable; default: a "
+        "process per stage)",
+    )
     p.add_argument("--no-triton", action="store_true", help="services load the local encoder instead")
     p.add_argument("--no-ray", action="store_true", help="rerank in the reranker service's process")
     p.add_argument("--prometheus", action="store_true", help="also run Prometheus scraping every service")
@@ -62,9 +70,10 @@ def run_stack(args: argparse.Namespace) -> int:
             print(f"no stack recorded in {args.dir}")
             return 1
         restarts = state.get("restarts", {})
+        width = max([14, *(len(record["name"]) for record in state["processes"])])  # co-located names are long
         for record in state["processes"]:
             print(
-                f"{record['name']:<14} pid {record['pid']:<8} {process_health(record):<12} "
+                f"{record['name']:<{width}} pid {record['pid']:<8} {process_health(record):<12} "
                 f"restarts {restarts.get(record['name'], 0):<3} {json.dumps(record['ports'])}"
             )
         return 0
@@ -75,6 +84,7 @@ def run_stack(args: argparse.Namespace) -> int:
         directory=args.dir,
         gateway_port=args.port,
         replicas=_replicas(args.replicas),
+        colocate=tuple(args.colocate),
         triton=not args.no_triton,
         ray=not args.no_ray,
         prometheus=args.prometheus,

@@ -28,7 +28,8 @@ from skbqa.devstack.processes import (
     wait_until,
     write_state,
 )
-from skbqa.serving.settings import ROLES
+from skbqa.serving.settings import stages_of
+from skbqa.serving.stages.chain import SEPARATOR, colocated_groups, service_roles
 from skbqa.stores.index import read_manifest
 
 PYTHON = sys.executable
@@ -48,15 +49,29 @@ class StackOptions:
     request_timeout_s: float = 30.0  # the gateway's longest wait for an answer (calls may ask for less)
     bus_options: str = ""  # KafkaBus URL options for every service, e.g. "fetch_max_wait_ms=100" (docs/kafka.md)
     supervise: bool = False  # run the supervisor that restarts crashed processes (`stack up` turns it on)
+    # stage groups each run as one process ("parser+symbols+grounding"); every other stage has its own process
+    colocate: tuple[str, ...] = ()
+
+    @property
+    def service_roles(self) -> tuple[str, ...]:
+        """The roles the stack starts a process (per replica) for, in pipeline order: the gateway, then each
+        stage service (a co-located group under its "a+b" role)."""
+        return ("gateway", *service_roles(self.colocate))
 
     def validate(self) -> None:
         if not (self.index / "manifest.json").is_file():
             raise InvalidInputError(
                 f"{self.index} is not an skbqa index; build one with: skbqa ingest BUNDLE --index DIR"
             )
+        colocated_groups(self.colocate)
         for role, count in self.replicas.items():
-            if role not in ROLES:
-                raise InvalidInputError(f"unknown role {role!r} in --replicas; roles: {', '.join(ROLES)}")
+            if role not in self.service_roles:
+                inside = next((group for group in self.colocate if role in group.split(SEPARATOR)), None)
+                if inside is not None:
+                    raise InvalidInputError(f"{role} runs inside {inside}: set --replicas {inside}={count}")
+                raise InvalidInputError(
+                    f"unknown role {role!r} in --replicas; roles: {', '.join(self.service_roles)}"
+                )
             if not 1 <= count <= 8:
                 raise InvalidInputError(f"replicas of {role} must be 1..8, got {count}")
         if self.prometheus and shutil.which("prometheus") is None:
@@ -96,7 +111,7 @@ class LocalStack:
             self._start_broker()
             if self.options.triton:
                 self._start_triton()
-            for role in ROLES:
+            for role in self.options.service_roles:
                 for replica in range(self.options.replicas.get(role, 1)):
                     self.start_service(role, replica, wait=False)
             for record in list(self.records):
@@ -211,7 +226,9 @@ class LocalStack:
             argv += ["--encoder", self.ports["encoder"]]
         if role == "gateway":
             argv += ["--request-timeout", str(self.options.request_timeout_s)]
-        if role == "reranker" and self.options.ray:
+            for group in self.options.colocate:  # so its liveness probe skips the topics inside each group
+                argv += ["--colocated", group]
+        if "reranker" in stages_of(role) and self.options.ray:
             argv += ["--ray-address", "local"]
         self._start(name, argv, {"grpc": grpc_port, "metrics": metrics_port})
         if role == "gateway" and replica == 0:
@@ -298,7 +315,8 @@ def stack_down(directory: Path) -> list[str]:
 
 def stack_restart(directory: Path, which: str) -> list[str]:
     """Stop and start again the recorded processes named `which` ("ranking-1") or of role `which` ("ranking",
-    "broker"), with their recorded command, ports and environment; counted as restarts."""
+    "broker"; a stage co-located with others restarts its group's processes), with their recorded command, ports
+    and environment; counted as restarts."""
     from skbqa.devstack.supervisor import SUPERVISOR, records_of, relaunch, save, state_lock
 
     with state_lock(directory):
@@ -307,7 +325,8 @@ def stack_restart(directory: Path, which: str) -> list[str]:
         chosen = [
             i
             for i, r in enumerate(records)
-            if r.name != SUPERVISOR and which in (r.name, r.name.rsplit("-", 1)[0])
+            if r.name != SUPERVISOR
+            and (which in (r.name, r.name.rsplit("-", 1)[0]) or which in r.name.rsplit("-", 1)[0].split(SEPARATOR))
         ]
         if not chosen:
             names = ", ".join(r.name for r in records if r.name != SUPERVISOR) or "none"

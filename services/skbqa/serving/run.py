@@ -162,7 +162,7 @@ def start_gateway(
     from skbqa.serving.gateway.bus_backend import BusBackend
 
     bus = bus_from_url(settings.bus_url)
-    backend = BusBackend(bus, stall_s=settings.stage_stall_s)
+    backend = BusBackend(bus, stall_s=settings.stage_stall_s, colocated=settings.colocated)
     servicer = _api_servicer(settings, backend, backend.gateway_id)
     server = _api_server(settings, servicer, limits)
     if not backend.wait_ready(ready_timeout_s):
@@ -236,17 +236,18 @@ def start_all_in_one(
     settings: ServiceSettings, *, limits: ClientLimits | None = None
 ) -> tuple[RunningServer, Callable[[], None]]:
     """The gateway and one worker per stage in this process, sharing one runtime, over `settings.bus_url`:
-    the distributed code path (bus, workers, answer routing) without separate processes."""
+    the distributed code path (bus, workers, answer routing) without separate processes. Each of
+    `settings.colocated`'s groups is one worker running its stages in sequence, as its own service would."""
     from skbqa.bus.kafka import bus_from_url
     from skbqa.bus.topics import ALL as ALL_TOPICS
     from skbqa.serving.gateway.bus_backend import BusBackend
     from skbqa.serving.runtime import build_runtime
-    from skbqa.serving.stages.core import ROLES
+    from skbqa.serving.stages.chain import service_roles
     from skbqa.serving.stages.registry import build_stage
     from skbqa.serving.worker import StageWorker
 
     runtime = build_runtime(settings)
-    cores = [build_stage(role, runtime) for role in ROLES]
+    cores = [build_stage(role, runtime) for role in service_roles(settings.colocated)]
     for core in cores:
         core.warm()
     bus = bus_from_url(settings.bus_url)
@@ -257,7 +258,7 @@ def start_all_in_one(
             logger.warning(
                 "%s: no partitions assigned after %.0f s; serving anyway", worker.core.role, JOIN_TIMEOUT_S
             )
-    backend = BusBackend(bus, stall_s=settings.stage_stall_s)
+    backend = BusBackend(bus, stall_s=settings.stage_stall_s, colocated=settings.colocated)
     servicer = _api_servicer(settings, backend, backend.gateway_id)
     server = _api_server(settings, servicer, limits)
     backend.wait_ready(60.0)

@@ -16,7 +16,7 @@ from skbqa.observability.metrics import MetricsUnavailableError, get_metrics
 from skbqa.query.encoder import Encoder
 from skbqa.serving.degrade import guard
 from skbqa.serving.remote_graph import IndexCheckedGraph
-from skbqa.serving.settings import ServiceSettings
+from skbqa.serving.settings import ServiceSettings, stages_of
 from skbqa.serving.stages.core import StageRuntime
 from skbqa.stages.rerank.base import Reranker
 from skbqa.stores.index import IndexStores, open_index
@@ -91,7 +91,8 @@ def build_runtime(settings: ServiceSettings, encoder: Encoder | None = None) -> 
         stores, encoder = guard(stores, build_encoder(settings, stores))
     strategies = build_strategies(stores, build_chat(settings))
     runtime = StageRuntime(stores, encoder, strategies)
-    if settings.ray_address and settings.role in (None, "reranker"):
+    # the reranker's process (alone or co-located with ranking); `all` keeps step 8 in process
+    if settings.ray_address and settings.role != "all" and "reranker" in stages_of(settings.role):
         runtime.af.rerank.use(ray_rerankers(settings))
     return runtime
 

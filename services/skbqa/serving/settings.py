@@ -10,8 +10,11 @@ from pathlib import Path
 from skbqa.common.errors import InvalidInputError
 
 ROLES = ("gateway", "parser", "symbols", "grounding", "ranking", "reranker")
-# "all": the gateway and every stage worker in one process, over the given bus (memory:// or Kafka)
+# "all": the gateway and every stage worker in one process, over the given bus (memory:// or Kafka). Besides these,
+# a role may name consecutive stages joined by "+" ("parser+symbols+grounding"): one service running them in
+# process (serving/stages/chain.py).
 SERVE_ROLES = (*ROLES, "all")
+ROLE_HELP = f"{'|'.join(SERVE_ROLES)}, or consecutive stages joined by '+' (e.g. parser+symbols+grounding)"
 
 
 @dataclass(frozen=True)
@@ -39,16 +42,35 @@ class ServiceSettings:
     lag_interval_s: float = 5.0  # stage workers: how often the group's lag goes to skbqa_kafka_lag (<= 0: off)
     # gateway: how long messages may wait for a stage without progress before its health turns NOT_SERVING
     stage_stall_s: float = 10.0
+    # the deployment's co-located stage groups ("parser+symbols+grounding", …): the gateway does not watch the
+    # topics inside a group (they have no consumer group), and `all` runs each group as one worker
+    colocated: tuple[str, ...] = ()
 
     def validate(self) -> None:
-        if self.role is not None and self.role not in SERVE_ROLES:
-            raise InvalidInputError(f"unknown role {self.role!r}; roles: {', '.join(SERVE_ROLES)}")
+        from skbqa.serving.stages.chain import colocated_groups, is_colocated, stage_roles
+
+        if is_colocated(self.role):
+            stage_roles(str(self.role))
+        elif self.role is not None and self.role not in SERVE_ROLES:
+            raise InvalidInputError(f"unknown role {self.role!r}; roles: {ROLE_HELP}")
+        colocated_groups(self.colocated)
         if not 0 <= self.port <= 65535:
             raise InvalidInputError(f"port must be within 0..65535, got {self.port}")
         if (self.tls_cert_file is None) != (self.tls_key_file is None):
             raise InvalidInputError("TLS needs both a certificate and a key file")
         if self.tls_client_ca_file is not None and self.tls_cert_file is None:
             raise InvalidInputError("mutual TLS (a client CA) needs the server's certificate and key too")
+
+
+def stages_of(role: str | None) -> tuple[str, ...]:
+    """The pipeline stages a served role runs here: every one for the embedded server and `all`, none for the
+    gateway, the members of a co-located role."""
+    from skbqa.serving.stages.chain import stage_roles
+    from skbqa.serving.stages.core import ROLES as STAGES
+
+    if role is None or role == "all":
+        return STAGES
+    return () if role == "gateway" else stage_roles(role)
 
 
 def env(name: str, default: str | None = None) -> str | None:

@@ -19,6 +19,7 @@ from skbqa.serving.gateway.limits import ClientLimits
 from skbqa.serving.grpc_server import RunningServer, start_server
 from skbqa.serving.security import security_options
 from skbqa.serving.settings import ServiceSettings
+from skbqa.serving.stages.chain import members
 from skbqa.serving.stages.core import StageCore, StageMessage, StageOutput
 from skbqa.serving.stages.registry import run_stage
 from skbqa.serving.status import DEADLINE_EXCEEDED, OK, PERMANENT, status_for
@@ -28,32 +29,43 @@ _CODES = {status.value[0]: status for status in grpc.StatusCode}
 
 
 class StageServicer(stages_pb2_grpc.StageServicer):
+    """`core` may be a co-located `StageChain`: a call then runs its stages in turn (each with its deadline check
+    and its own metrics) and returns the last forward with every stage's answers."""
+
     def __init__(self, core: StageCore) -> None:
-        self._core = core
+        self._cores = members(core)
         self._metrics = get_metrics()
 
     def Process(self, request: StageMessage, context: grpc.ServicerContext) -> stages_pb2.StageResult:
-        role = self._core.role
-        with self._metrics.inflight(role):
-            started = time.perf_counter()
-            code, text, output = self._run(request)
-            self._metrics.observe_stage(role, request.strategy, time.perf_counter() - started, _status(code))
-        if output is None:
-            context.abort(_CODES[code], text)
-            raise AssertionError("unreachable: abort raises")  # grpc's stubs do not say abort never returns
-        result = stages_pb2.StageResult(answers=output.answers, has_forward=output.forward is not None)
-        if output.forward is not None:
-            result.forward.CopyFrom(output.forward)
+        result = stages_pb2.StageResult()
+        message: StageMessage | None = request
+        for core in self._cores:
+            if message is None:
+                break
+            with self._metrics.inflight(core.role):
+                started = time.perf_counter()
+                code, text, output = self._run(core, message)
+                self._metrics.observe_stage(
+                    core.role, message.strategy, time.perf_counter() - started, _status(code)
+                )
+            if output is None:
+                context.abort(_CODES[code], text)
+                raise AssertionError("unreachable: abort raises")  # grpc's stubs do not say abort never returns
+            result.answers.extend(output.answers)
+            message = output.forward
+        result.has_forward = message is not None
+        if message is not None:
+            result.forward.CopyFrom(message)
         return result
 
-    def _run(self, request: StageMessage) -> tuple[int, str, StageOutput | None]:
+    def _run(self, core: StageCore, request: StageMessage) -> tuple[int, str, StageOutput | None]:
         if request.deadline_unix_ms and time.time() * 1000 > request.deadline_unix_ms:
-            return DEADLINE_EXCEEDED, f"deadline passed before the {self._core.role} stage", None
+            return DEADLINE_EXCEEDED, f"deadline passed before the {core.role} stage", None
         try:
-            return OK, "", run_stage(self._core, request)
+            return OK, "", run_stage(core, request)
         except Exception as exc:
             code, text = status_for(exc, request.request_id)
-            self._metrics.count_error(self._core.role, type(exc).__name__)
+            self._metrics.count_error(core.role, type(exc).__name__)
             return code, text, None
 
 
@@ -80,6 +92,6 @@ def start_stage_server(
         max_inflight=settings.max_inflight,
         guard_inflight=True,  # StageServicer has no cap of its own
         limits=limits,
-        service=core.role,
+        service=members(core)[0].role,  # a metrics label: a co-located service's refusals go to its entry stage
         **security_options(settings),
     )

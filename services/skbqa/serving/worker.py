@@ -12,6 +12,12 @@
 Every output carries the request's latency trace plus this stage's two hops (serving/latency_trace.py): queue
 (until this worker takes the message) and compute (until right before its outputs are published).
 
+Co-located stages (a `StageChain`, serving/stages/chain.py): the worker consumes the first stage's input topic in
+its group and steps through the cores in process, each with the rules above (deadline check, retries, dead-letter
+of that stage's own input with its stage and source topic, metrics under its own stage name, its queue hop ≈ 0
+and its compute hop in the trace). Answers a core emits (a partial) are published as soon as it has run; only the
+last core's forward is published; the input is committed after all of it, as for one stage.
+
 Metrics besides the stage histograms: `skbqa_inflight{service=<role>}` while a message is handled, and the group's
 lag on the input topic (`skbqa_kafka_lag`, serving/lag.py) every `lag_interval_s` while the worker runs.
 
@@ -22,6 +28,7 @@ outputs, so a test can kill it with work in flight at a known moment instead of 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -37,6 +44,7 @@ from skbqa.observability import hops
 from skbqa.observability.metrics import get_metrics
 from skbqa.serving import latency_trace
 from skbqa.serving.lag import DEFAULT_INTERVAL_S, DEFAULT_TIMEOUT_S, LagExporter
+from skbqa.serving.stages.chain import members
 from skbqa.serving.stages.core import AnswerEnvelope, StageCore, StageMessage, StageOutput
 from skbqa.serving.stages.registry import run_stage
 from skbqa.serving.status import DEADLINE_EXCEEDED, INVALID_ARGUMENT, PERMANENT, status_for
@@ -74,10 +82,13 @@ class StageWorker:
         lag_interval_s: float = DEFAULT_INTERVAL_S,
         lag_timeout_s: float = DEFAULT_TIMEOUT_S,
     ) -> None:
-        """`lag_interval_s` <= 0 turns the lag exporter off."""
+        """`core`: one stage, or a `StageChain` of consecutive ones (in the first one's group, on its input).
+        `lag_interval_s` <= 0 turns the lag exporter off."""
         self.core = core
+        self._cores = members(core)
+        self._entry = self._cores[0].role  # the stage whose topic and group this worker consumes
         self._bus = bus
-        self.group = group or f"skbqa-{core.role}"
+        self.group = group or f"skbqa-{self._entry}"
         self._max_attempts = max_attempts
         self._backoff = retry_backoff_s
         self._poll_timeout_s = poll_timeout_s
@@ -91,7 +102,7 @@ class StageWorker:
                 bus,
                 self.group,
                 [core.input_topic],
-                stage=core.role,
+                stage=self._entry,
                 interval_s=lag_interval_s,
                 timeout_s=lag_timeout_s,
             )
@@ -100,7 +111,7 @@ class StageWorker:
         )
         self.processed = 0
         fault_dir = os.environ.get("SKBQA_FAULT_DIR")
-        self._hold_commit_file = Path(fault_dir) / f"hold-commit-{core.role}" if fault_dir else None
+        self._hold_commit_file = Path(fault_dir) / f"hold-commit-{self._entry}" if fault_dir else None
         # Set once the consumer owns partitions: a service reports SERVING only then, so whoever restarts it (the
         # stack, a rolling update) waits for the group join instead of stopping a member that is still joining,
         # which would leave the group in a rebalance waiting for it (up to max_poll_interval_ms on tansu).
@@ -134,7 +145,7 @@ class StageWorker:
                 # Publishing an output failed (broker away): the batch stays uncommitted. Leaving the group hands
                 # it back (to this worker when it rejoins, or to another replica), so nothing is skipped.
                 logger.warning("%s: %s; rejoining the group", self.core.role, str(exc).splitlines()[0])
-                self._metrics.count_error(self.core.role, "bus")
+                self._metrics.count_error(self._entry, "bus")
                 self._stop.wait(1.0)
             finally:
                 consumer.close()
@@ -167,11 +178,11 @@ class StageWorker:
     # ------------------------------------------------------------------------------------------------ one message
 
     def handle(self, message: Message) -> None:
-        with self._metrics.inflight(self.core.role):
+        with self._metrics.inflight(self._entry):
             self._handle(message)
 
     def _handle(self, message: Message) -> None:
-        role = self.core.role
+        role = self._entry
         taken_us = hops.now_us()  # ends this stage's queue hop in the request's latency trace
         if message.timestamp_ms:
             self._metrics.observe_queue_wait(role, max(0.0, time.time() - message.timestamp_ms / 1000))
@@ -181,67 +192,99 @@ class StageWorker:
             # Not a StageMessage at all: nothing to retry. Dead-letter it, and tell whichever gateway waits on
             # the message's key (an empty gateway_id reaches every gateway; only a waiting one keeps it).
             request = StageMessage(request_id=message.key)
-            self._dead_letter(message, request, INVALID_ARGUMENT, "the stage message could not be decoded", exc, 1)
-            self._observe(request, time.perf_counter(), "undecodable")
+            self._dead_letter(
+                message,
+                request,
+                self._cores[0],
+                INVALID_ARGUMENT,
+                "the stage message could not be decoded",
+                exc,
+                1,
+            )
+            self._observe(role, request, time.perf_counter(), "undecodable")
             return
         if request.request_id in self._done:
             self._metrics.count_message(role, "duplicate")
             return
+        source = message
+        for position, core in enumerate(self._cores):
+            if position:  # handed over in process: this co-located stage's queue hop is the hand-over alone
+                taken_us = hops.now_us()
+                self._metrics.observe_queue_wait(core.role, 0.0)
+                # what a failure of this stage dead-letters: its own input, as if read from its own topic
+                source = Message(core.input_topic, request.request_id, request.SerializeToString(), {})
+            last = position == len(self._cores) - 1
+            with self._metrics.inflight(core.role) if position else contextlib.nullcontext():
+                output = self._run(core, request, source, taken_us)
+            if output is None:
+                return  # answered with an error, expired or dead-lettered: the request ends here
+            if last or output.forward is None:
+                self._publish(output, core)
+            else:
+                # a co-located stage's answers (a partial) go out at once; its forward stays in process
+                self._publish(StageOutput(None, output.answers), core)
+            # counted once its outputs are on the bus (or handed on): an "ok" is a message others can read
+            self._metrics.count_message(core.role, "ok")
+            if output.forward is None or last:
+                break
+            request = output.forward
+        self._done.add(request.request_id)
+        self.processed += 1
+
+    def _run(self, core: StageCore, request: StageMessage, source: Message, taken_us: int) -> StageOutput | None:
+        """One stage on `request`: its deadline check, its retries, its dead-letter; the output with this
+        stage's hops carried (None when the request ended here, its error already answered)."""
+        role = core.role
         if request.deadline_unix_ms and time.time() * 1000 > request.deadline_unix_ms:
-            self._answer_error(request, DEADLINE_EXCEEDED, f"deadline passed before the {role} stage")
+            self._answer_error(request, role, DEADLINE_EXCEEDED, f"deadline passed before the {role} stage")
             self._metrics.count_message(role, "expired")
-            return
+            return None
         started = time.perf_counter()
         for attempt in range(1, self._max_attempts + 1):
             try:
-                output = run_stage(self.core, request)
+                output = run_stage(core, request)
             except Exception as exc:
                 code, text = status_for(exc, request.request_id)
                 self._metrics.count_error(role, type(exc).__name__)
                 if code in PERMANENT:
-                    self._answer_error(request, code, text)
-                    self._observe(request, started, "invalid")
-                    return
+                    self._answer_error(request, role, code, text)
+                    self._observe(role, request, started, "invalid")
+                    return None
                 if attempt < self._max_attempts:
                     self._metrics.count_message(role, "retried")
                     time.sleep(self._backoff * attempt)
                     continue
-                self._dead_letter(message, request, code, text, exc)
-                self._observe(request, started, "error")
-                return
+                self._dead_letter(source, request, core, code, text, exc)
+                self._observe(role, request, started, "error")
+                return None
             # the stage's own time ends here; the publish is its own figure, which overlaps the next stage's queue
             # wait (that starts at the record's produce timestamp, when the publish begins): the figures that add up
             # to the request's time are the hops of its trace (latency_trace), not stage + publish + queue wait
             self._metrics.observe_stage(role, request.strategy, time.perf_counter() - started, "ok")
             latency_trace.carry(request, output, role, taken_us)
-            published = time.perf_counter()
-            self._publish(output)
-            self._metrics.observe_publish(role, time.perf_counter() - published)
-            # counted once its outputs are on the bus: an "ok" is a message whose outputs others can read
-            self._metrics.count_message(role, "ok")
-            self._done.add(request.request_id)
-            self.processed += 1
-            return
+            return output
+        return None  # unreachable: the last attempt returns or dead-letters
 
-    def _observe(self, request: StageMessage, started: float, status: str) -> None:
-        self._metrics.observe_stage(self.core.role, request.strategy, time.perf_counter() - started, status)
-        self._metrics.count_message(self.core.role, status)
+    def _observe(self, role: str, request: StageMessage, started: float, status: str) -> None:
+        self._metrics.observe_stage(role, request.strategy, time.perf_counter() - started, status)
+        self._metrics.count_message(role, status)
 
-    def _publish(self, output: StageOutput) -> None:
+    def _publish(self, output: StageOutput, core: StageCore) -> None:
+        published = time.perf_counter()
         # This stage's answers (a partial) go before its forward: the final, made downstream from the forward,
         # then always reaches the answer topic after them, and a stream sees its partial before its final.
         for envelope in output.answers:
             self._bus.publish(topics.ANSWER, envelope.request_id, envelope.SerializeToString())
         if output.forward is not None:
-            self._bus.publish(
-                self.core.output_topic, output.forward.request_id, output.forward.SerializeToString()
-            )
+            self._bus.publish(core.output_topic, output.forward.request_id, output.forward.SerializeToString())
+        if output.answers or output.forward is not None:
+            self._metrics.observe_publish(core.role, time.perf_counter() - published)
 
-    def _answer_error(self, request: StageMessage, code: int, text: str) -> None:
+    def _answer_error(self, request: StageMessage, role: str, code: int, text: str) -> None:
         envelope = AnswerEnvelope(
             request_id=request.request_id,
             kind=AnswerEnvelope.ERROR,
-            stage=self.core.role,
+            stage=role,
             status_code=code,
             status_message=text,
             gateway_id=request.gateway_id,
@@ -250,23 +293,32 @@ class StageWorker:
         self._done.add(request.request_id)
 
     def _dead_letter(
-        self, message: Message, request: StageMessage, code: int, text: str, exc: Exception, attempts: int = 0
+        self,
+        message: Message,
+        request: StageMessage,
+        core: StageCore,
+        code: int,
+        text: str,
+        exc: Exception,
+        attempts: int = 0,
     ) -> None:
+        """`message`: the failing stage's input as read from (or, co-located, as it would be on) its topic."""
+        role = core.role
         attempts = attempts or self._max_attempts
         # the error's class and text, not the question: logs at ERROR must not carry user text either
         logger.error(
             "%s: request %s dead-lettered after %d attempt(s): %s",
-            self.core.role,
+            role,
             request.request_id,
             attempts,
             type(exc).__name__,
         )
         headers = {
-            "skbqa-stage": self.core.role,
+            "skbqa-stage": role,
             "skbqa-source-topic": message.topic,
             "skbqa-error": f"{type(exc).__name__}: {exc}"[:500],
             "skbqa-attempts": str(attempts),
         }
         self._bus.publish(topics.DEAD_LETTER, request.request_id, message.value, headers)
-        self._answer_error(request, code, f"{text} (after {attempts} attempt(s) in the {self.core.role} stage)")
-        self._metrics.count_message(self.core.role, "dead_lettered")
+        self._answer_error(request, role, code, f"{text} (after {attempts} attempt(s) in the {role} stage)")
+        self._metrics.count_message(role, "dead_lettered")

@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 
@@ -24,7 +25,7 @@ from skbqa.observability import hops
 from skbqa.observability.metrics import get_metrics
 from skbqa.serving import latency_trace
 from skbqa.serving.gateway.backends import Waiter
-from skbqa.serving.gateway.stage_liveness import DEFAULT_STALL_S, StageLiveness
+from skbqa.serving.gateway.stage_liveness import DEFAULT_STALL_S, StageLiveness, watched_stages
 from skbqa.serving.stages.core import AnswerEnvelope, StageMessage
 
 logger = logging.getLogger(__name__)
@@ -49,14 +50,23 @@ class BusBackend:
         gateway_id: str | None = None,
         poll_timeout_s: float = 0.05,
         stall_s: float = DEFAULT_STALL_S,
+        colocated: Sequence[str] = (),
     ) -> None:
         """`stall_s`: how long messages may wait for a stage without progress before the gateway reports it
-        (NOT_SERVING; <= 0: stages are not watched)."""
+        (NOT_SERVING; <= 0: stages are not watched). `colocated`: the deployment's co-located stage groups
+        ("parser+symbols+grounding"), watched as one service each."""
         self.gateway_id = gateway_id or uuid.uuid4().hex[:12]
         self._bus = bus
         self._answered_at: float | None = None  # time.monotonic() of the last answer routed
         self._liveness = (
-            StageLiveness(bus, stall_s=stall_s, last_answer=lambda: self._answered_at) if stall_s > 0 else None
+            StageLiveness(
+                bus,
+                stages=watched_stages(colocated),
+                stall_s=stall_s,
+                last_answer=lambda: self._answered_at,
+            )
+            if stall_s > 0
+            else None
         )
         self._waiters: dict[str, Waiter] = {}
         self._lock = threading.Lock()

@@ -10,6 +10,13 @@ first request it should have taken. The gateway's health then turns NOT_SERVING 
 `skbqa_stage_stalled{stage}` is 1 for it (0 otherwise): Kubernetes stops routing to a gateway whose pipeline
 cannot answer, while its liveness probe (`grpc_server.LIVENESS`) keeps the pod from being restarted for it.
 
+Co-located stages (one service running, say, `parser+symbols+grounding`: serving/stages/chain.py) consume only
+their first stage's topic, in its group; the topics between them carry nothing and have no group. The gateway is
+told the deployment's co-located groups (`--colocated`, `SKBQA_COLOCATED`) and watches each group through its
+first stage alone (`watched_stages`): a reason names the whole service, and the other members' gauges stay 0.
+Without being told, an empty in-between topic still reads as lag 0 (never stalled); only messages left on it by an
+earlier layout would be reported.
+
 The lag calls are the Bus port's (`Bus.lag`), so the memory bus and Kafka are watched alike; a lag call that
 fails leaves the last verdict in place (the probe reports the broker itself as unreachable separately).
 """
@@ -39,6 +46,15 @@ PIPELINE: tuple[tuple[str, str], ...] = (
 )
 
 
+def watched_stages(colocated: Sequence[str] = ()) -> tuple[tuple[str, str], ...]:
+    """`PIPELINE` for a deployment whose `colocated` groups ("parser+symbols+grounding", …) each run as one
+    service: a group is watched on its first stage's topic and group, under the group's name."""
+    from skbqa.serving.stages.chain import service_roles
+
+    topic_of = dict(PIPELINE)
+    return tuple((service, topic_of[service.split("+")[0]]) for service in service_roles(colocated))
+
+
 @dataclass
 class _Watch:
     lag: int = 0
@@ -64,6 +80,10 @@ class StageLiveness:
         self._clock = clock
         self._last_answer = last_answer
         self._watches = {stage: _Watch() for stage, _ in self._stages}
+        watched = {stage.split("+")[0] for stage, _ in self._stages}
+        for stage, _ in PIPELINE:  # inside a co-located service: nothing waits there, ever
+            if stage not in watched:
+                get_metrics().set_stage_stalled(stage, False)
 
     def check(self) -> str:
         """ "" when every stage is taking work; otherwise which stage is not and why (for the health reason)."""
@@ -73,8 +93,9 @@ class StageLiveness:
         stalled: list[str] = []
         for stage, topic in self._stages:
             watch = self._watches[stage]
+            entry = stage.split("+")[0]  # a co-located service consumes in its first stage's group
             try:
-                lag = int(self._bus.lag(f"skbqa-{stage}", [topic]).get(topic, 0))
+                lag = int(self._bus.lag(f"skbqa-{entry}", [topic]).get(topic, 0))
             except Exception as exc:  # the broker is away: the probe says so; keep the last verdict
                 logger.debug("lag of %s: %s", stage, exc)
                 lag = watch.lag
@@ -86,7 +107,7 @@ class StageLiveness:
             is_stalled = (
                 not flowing and watch.waiting_since is not None and now - watch.waiting_since >= self._stall_s
             )
-            get_metrics().set_stage_stalled(stage, is_stalled)
+            get_metrics().set_stage_stalled(entry, is_stalled)
             if is_stalled:
                 stalled.append(f"{stage} ({lag} waiting)")
         if not stalled:

@@ -26,6 +26,12 @@ STAGE_CLASSES: dict[str, type[StageBase]] = {
 
 
 def build_stage(role: str, runtime: StageRuntime) -> StageCore:
+    """One stage's core, or for a co-located role ("parser+symbols+grounding") the chain of its members' cores,
+    which share `runtime` (one copy of the index in the process)."""
+    from skbqa.serving.stages.chain import StageChain, is_colocated, stage_roles
+
+    if is_colocated(role):
+        return StageChain([build_stage(member, runtime) for member in stage_roles(role)])
     return STAGE_CLASSES[role](runtime)  # type: ignore[return-value]
 
 
