@@ -71,3 +71,23 @@ def test_only_words_that_stand_on_their_own_are_written_out(abbreviations: Abbre
     expanded, done = abbreviations.expand("which pkgs have libfoo-dev and src-pkg deps?")
     assert expanded == "which packages have libfoo-dev and src-pkg depends?"
     assert done == [("pkgs", "packages"), ("deps", "depends")]
+
+
+def test_contractions_typed_without_an_apostrophe_are_written_out(abbreviations: Abbreviations) -> None:
+    assert abbreviations.expand("whats in the news section")[0] == "what is in the news section"
+    assert abbreviations.expand("whos maintaining xz") == ("who is maintaining xz", [("whos", "who is")])
+
+
+@pytest.mark.parametrize(
+    ("question", "written"),
+    [
+        ("packages with installed size > 100000 KiB", "packages with installed size  above 100000 KiB"),
+        ("size>=5", "size at least 5"),
+        ("size <= -2", "size  at most -2"),
+        ("a <b> tag", "a <b> tag"),  # no number after it: no comparison
+    ],
+)
+def test_comparison_signs_before_a_number_are_read_as_words(
+    abbreviations: Abbreviations, question: str, written: str
+) -> None:
+    assert abbreviations.expand(question)[0].replace("  ", " ").strip() == written.replace("  ", " ").strip()

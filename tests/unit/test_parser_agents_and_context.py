@@ -268,3 +268,11 @@ def test_a_second_name_after_and_also_stands_where_the_first_does(engine: Embedd
     parsed = parse(engine, question)
     assert edges(parsed) == {("y", "cites", "c1"), ("y", "cites", "c2")}
     assert engine.ask(question, strategy="af").items[0].node_id == 3
+
+
+def test_the_name_in_a_relative_clause_is_its_verbs_subject(engine: EmbeddedEngine) -> None:
+    # "the books that Quiet Orchards cites": Quiet Orchards cites them (Salt Roads, Iron Bells), not the reverse
+    question = "which shelves are the books that Quiet Orchards cites kept on"
+    parsed = parse(engine, question)
+    assert ("c1", "cites", "m1") in edges(parsed)
+    assert engine.ask(question, strategy="af").items[0].node_id == 6

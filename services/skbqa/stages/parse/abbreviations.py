@@ -16,6 +16,19 @@ from skbqa.stages.parse.spelling import is_english
 from skbqa.stages.parse.type_mentions import noun_lemma, plural
 
 MIN_ABBREVIATION = 3
+# Comparison signs before a number ("installed size > 100000"), which the word tokens would drop: their words.
+COMPARISON_SYMBOLS = [
+    (sign, re.compile(re.escape(sign) + r"\s*(?=[+-]?\d)"), words)
+    for sign, words in ((">=", "at least"), ("<=", "at most"), (">", "above"), ("<", "below"))
+]
+# English contractions typed without their apostrophe ("*whats* in the news section"): a wh-word and its verb.
+CONTRACTIONS = {
+    "whats": "what is",
+    "wheres": "where is",
+    "whos": "who is",
+    "hows": "how is",
+    "whered": "where did",
+}
 MIN_WORD = 4
 _WORD = re.compile(r"[a-z]+")
 _TOKEN = re.compile(r"(?<![\w.:/_-])[a-z]{3,}(?![\w.:/_-])")
@@ -56,12 +69,19 @@ class Abbreviations:
 
         def replace(match: re.Match[str]) -> str:
             token = match.group()
+            if token in CONTRACTIONS and not self._is_name(token):
+                done.append((token, CONTRACTIONS[token]))
+                return CONTRACTIONS[token]
             word = self.word_for(token)
             if word is None:
                 return token
             done.append((token, word))
             return word
 
+        for sign, symbol, words in COMPARISON_SYMBOLS:
+            if symbol.search(question):
+                question = symbol.sub(f" {words} ", question)
+                done.append((sign, words))
         expanded = _TOKEN.sub(replace, question)
         return expanded, done
 

@@ -123,6 +123,7 @@ class ChainReader:
         parts_words.append(before[cuts[-1] :] + after)
         # "tags that [any package built from X] *is tagged with*": a relative clause whose object is the answer
         # ends in its verb, after the constant; that verb is the answer's hop, with the nearer node its subject
+        relative = False  # "the packages *that X recommends*": X, the far node, is the last verb's subject
         gap = (
             not content_words(parts_words[0])
             and bool(content_words(after))
@@ -142,7 +143,7 @@ class ChainReader:
             split = after.index(content_words(after)[0]) + 1
             parts_words[0] = parts_words[0] + after[split:]
             parts_words[-1] = before[cuts[-1] :] + after[:split]
-            gap = True
+            gap = relative = True
         shared = len(mentions) == 1 and shares_the_node(parts_words[0], parts_words[-1])
         if shared:
             # "genes that *share* a disease *with* X", "diseases with a phenotype *in common with* X": one relation
@@ -171,7 +172,9 @@ class ChainReader:
         ranked: list[list[tuple[float, Hop]]] = []
         for k, words in enumerate(parts_words):
             # "… that X *depends on*": X, the far node, is the subject unless the verb is passive
-            subject_is_far = far_is_subject(words) != (gap and k == 0)
+            subject_is_far = far_is_subject(words) != (
+                (gap and k == 0) or (relative and k == len(parts_words) - 1)
+            )
             part = Part(tuple(words), subject_is_far)
             ranked.append(self.hop(types[k], types[k + 1], part, encode.get(" ".join(words))))
         if not narrower:
