@@ -149,3 +149,10 @@ def test_another_schema_two_hops_numbers_and_years(tmp_path, onnx_encoder) -> No
 
     parsed = parse(engine, f"Which papers published in {venue} appeared after 2015?")
     assert [(c.attribute, c.op, c.value) for c in parsed.constraints] == [("year", ">", 2015)]
+
+
+def test_an_acronym_stored_as_one_types_value_gives_the_answers_type(biomed_sample_engine: EmbeddedEngine) -> None:
+    # no type word: "ORPHA" is a value of the diseases' source attribute only, so the entries are diseases
+    parsed = parse(biomed_sample_engine, "ORPHA entries that list Seizure")
+    assert parsed.target_type == "disease"
+    assert [(c.attribute, c.value) for c in parsed.constraints] == [("source", "ORPHA")]

@@ -173,3 +173,16 @@ def test_a_capitalised_start_of_many_codes_before_the_type_word_is_a_family() ->
     assert families("Which GN genes are there?") == []  # a start most codes share says nothing
     assert families("non-coding TLR genes") == []  # a word of a longer kind, qualified before it
     assert families("List TLR genes") == [("symbol", "STARTS WITH", "TLR")]  # the request is no qualifier
+
+
+def test_a_short_form_of_the_attributes_name_glued_to_a_value_is_that_value() -> None:
+    rows = [("gene", f"g{i}", {"chromosome": ["11", "X", "2"][i % 3]}) for i in range(30)]
+    spotter = AttributeSpotter(AttributeCatalog.build(table(rows)))
+
+    def spot(question: str) -> list[tuple[str, str, object]]:
+        return [(c.attribute, c.op, c.value) for c in spotter(QuestionText.of(question), "gene")]
+
+    assert spot("Which chr11 genes mediate viral entry?") == [("chromosome", "=", "11")]
+    assert spot("chrX genes") == [("chromosome", "=", "X")]
+    assert spot("abc11 genes") == []  # not a short form of "chromosome"
+    assert spot("chr12 genes") == []  # no such value

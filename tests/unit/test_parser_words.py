@@ -154,3 +154,25 @@ def test_a_passive_agent_after_the_name_is_the_answer(engine: EmbeddedEngine) ->
 def test_a_verb_ends_the_compound_that_heads_the_question(engine: EmbeddedEngine) -> None:
     """ "which packages require tags …": the verb ends the answer's noun phrase, so "tags" does not head it."""
     assert parse(engine, "which packages require tags like library?").target_type == "package"
+
+
+def test_involved_says_participates() -> None:
+    from skbqa.skb.schema import Schema
+    from skbqa.stages.parse.edge_word_target import EdgeWordTarget
+    from skbqa.stages.parse.question_text import QuestionText
+
+    schema = Schema.from_dict(
+        {
+            "name": "cells",
+            "description": "genes and processes",
+            "node_types": [
+                {"name": "gene", "description": "a gene"},
+                {"name": "process", "description": "a process"},
+            ],
+            "edge_types": [
+                {"name": "participates_in", "source": "gene", "target": "process", "description": "takes part"},
+            ],
+        }
+    )
+    words = EdgeWordTarget(schema)
+    assert words.target(QuestionText.of("What is NGLY1 involved in?"), {"gene"}, set(), set()) == "process"

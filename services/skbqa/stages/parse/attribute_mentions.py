@@ -34,6 +34,7 @@ MAX_VALUE_WORDS = 3
 VALUE_WINDOW = 3  # words between an attribute's name and its value ("chromosome number 17" still reads)
 _TEMPORAL = frozenset({"after", "before", "since", "until", "in"})
 _NUMBER = re.compile(r"^[+-]?\d+(\.\d+)?$")
+_GLUED = re.compile(r"^([a-z]{2,4})(\d+[a-z]?|[xy])$")  # "chr11", "chrX": letters, then a short value
 
 _COMPARISON_WORDS: list[tuple[str, Operator]] = [
     ("above", ">"),
@@ -183,6 +184,7 @@ class AttributeSpotter:
             text.claim(start, end, "attribute")
         for vocabulary in self._vocabularies[node_type]:
             hit = self._labelled_value(text, vocabulary.label, vocabulary.values, vocabulary.key)
+            hit = hit or self._glued_value(text, vocabulary.label, vocabulary.values, vocabulary.key)
             if hit is None and vocabulary.bare and bare:
                 hit = self._bare_value(text, vocabulary.values, vocabulary.key)
             if hit is not None:
@@ -249,6 +251,24 @@ class AttributeSpotter:
                     value = values.get(loose(text.span_text(lo, hi)))
                     if value is not None:
                         return _Found(AttributeConstraint(self._symbol, key, "=", value), start, hi)
+        return None
+
+    def _glued_value(
+        self, text: QuestionText, label: tuple[str, ...], values: dict[str, str], key: str
+    ) -> _Found | None:
+        """ "*chr11* genes": a short form of the attribute's one-word name glued to one of its values (the short
+        form starts the name and keeps its letters in order)."""
+        if len(label) != 1:
+            return None
+        name = label[0]
+        for index, token in enumerate(text.tokens):
+            match = _GLUED.match(token.lower)
+            if match is None or not text.free(index, index + 1):
+                continue
+            short, rest = match.groups()
+            value = values.get(loose(rest))
+            if value is not None and len(short) < len(name) and _abbreviates(short, name):
+                return _Found(AttributeConstraint(self._symbol, key, "=", value), index, index + 1)
         return None
 
     def _bare_value(self, text: QuestionText, values: dict[str, str], key: str) -> _Found | None:
@@ -321,6 +341,11 @@ def _number(text: QuestionText, index: int) -> tuple[float | int, int] | None:
             literal += "." + tokens[end].text
             end += 1
     return (float(literal) if "." in literal else int(literal)), end
+
+
+def _abbreviates(short: str, word: str) -> bool:
+    letters = iter(word[1:])
+    return short[0] == word[0] and all(c in letters for c in short[1:])
 
 
 def _acronym_spelt_out(surface: str, values: dict[str, str]) -> str | None:

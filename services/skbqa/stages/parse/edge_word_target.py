@@ -21,6 +21,7 @@ from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
 STEM_LETTERS = 5
 MIN_WORD_LETTERS = 4
 _WORD = re.compile(r"[a-z]+")
+ENGLISH_EQUIVALENTS = {"involved": "participates", "involves": "participates", "involvement": "participation"}
 
 
 def name_words(name: str) -> set[str]:
@@ -65,6 +66,8 @@ class EdgeWordTarget:
         }
         if not words:
             return None
+        # English verbs that say another verb an edge is named with ("what is X *involved* in": participates)
+        words = {i: ENGLISH_EQUIVALENTS.get(w, w) for i, w in words.items()}
         held = named | mentioned
         # each type pointed at: the first word that points at it, and how much of the pointing name the question's
         # words cover ("dependencies" is all of `depends` but half of `build_depends`)

@@ -223,11 +223,17 @@ class EncoderParser:
         type's do: the answer's type when no word names it."""
         if self._spot_attributes is None:
             return None
-        having = [
-            node_type
-            for node_type in self._schema.node_type_names
-            if self._spot_attributes(text.copy(), node_type, False)  # a bare value may be a name's word
-        ]
+        spot = self._spot_attributes
+        types = self._schema.node_type_names
+        having = [t for t in types if spot(text.copy(), t, False)]  # a bare value may be a name's word
+        if not having:
+            # but not an acronym as stored, free in the question ("*DECIPHER* entries that list X")
+            acronyms = [
+                t.text
+                for i, t in enumerate(text.tokens)
+                if text.free(i, i + 1) and t.text.isupper() and t.text.isalpha()
+            ]
+            having = [t for t in types if acronyms and spot(QuestionText.of(" ".join(acronyms)), t, True)]
         return having[0] if len(having) == 1 else None
 
     def _drop_answer_qualifiers(
@@ -290,11 +296,17 @@ class EncoderParser:
                 and i + 1 < len(text)
                 # a plural noun: "an *EC number*" names an attribute, "*EC numbers*" after "with" too
                 and noun_lemma(text.tokens[i + 1].lower) not in (None, text.tokens[i + 1].lower)
+                and not self._stored_value(text.tokens[i].text)  # "*DECIPHER* entries": the source it comes from
             ):
                 text.claim(i, i + 1, "context")
             else:
                 continue
             warnings.append(f"{text.tokens[i].text!r} names the knowledge base itself; not a constraint")
+
+    def _stored_value(self, word: str) -> bool:
+        """Whether the word alone, as written, is a value of some type's small-vocabulary attribute."""
+        spot = self._spot_attributes
+        return spot is not None and any(spot(QuestionText.of(word), t, True) for t in self._schema.node_type_names)
 
     def _two_levels(
         self, text: QuestionText, parsed: StructuredQuery, leftover: list[str], warnings: list[str]

@@ -28,13 +28,16 @@ class HeadNounLimits:
         lexicon: Callable[[], NameLexicon],
         synonyms: TypeSynonyms,
         types_named: TypesNamed,
+        types_corrected_at: Callable[[QuestionText, int], set[str]],
     ) -> None:
-        """`types_named`: the types of the nodes whose names stand at the given spans."""
+        """`types_named`: the types of the nodes whose names stand at the given spans; `types_corrected_at`: the
+        types of the nodes named, once misspellings are read, by a name starting at a token."""
         self._stores = stores
         self._schema = stores.nodes.schema
         self._lexicon = lexicon
         self._synonyms = synonyms
         self._types_named = types_named
+        self._types_corrected_at = types_corrected_at
 
     def untyped_of_object(
         self,
@@ -55,6 +58,8 @@ class HeadNounLimits:
             j += 1
         named = {m.type_name for m in mentions if m.start == j}
         named |= self._types_named(text, [(s, e) for s, e in spans if s == j])
+        if not named and j < len(text) and text.tokens[j].text[:1].isupper():
+            named = self._types_corrected_at(text, j)  # "symptoms of *Rodriguez* blindness": a misspelt name
         if (
             not named
             and j < len(text)

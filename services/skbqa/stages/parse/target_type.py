@@ -78,7 +78,7 @@ class TargetTypeReader:
         self._context_words = context_words
         self._edge_index = {id(e): i for i, e in enumerate(self._schema.edge_types)}
         self._edge_vectors = edge_vectors
-        self._limits = HeadNounLimits(stores, lexicon, synonyms, self._types_named)
+        self._limits = HeadNounLimits(stores, lexicon, synonyms, self._types_named, self._types_corrected_at)
 
     def read(
         self, query: QueryContext, text: QuestionText, warnings: list[str], head_noun: bool = True
@@ -327,6 +327,14 @@ class TargetTypeReader:
             if end == mention.start:
                 return mention.type_name in self._types_named(text, [(start, end)])
         return False
+
+    def _types_corrected_at(self, text: QuestionText, start: int) -> set[str]:
+        """The types of the nodes a name starting at `start` names once misspellings are read (on a copy of the
+        question: nothing is claimed)."""
+        found = next((c for c in self._constants.exact(text.copy()) if c.start == start), None)
+        if found is None:
+            return set()
+        return {self._schema.node_types[int(c)].name for c in np.unique(self._stores.nodes.types[found.positions])}
 
     def _types_named(self, text: QuestionText, spans: list[tuple[int, int]]) -> set[str]:
         """The types of the nodes whose names stand at the spans."""
