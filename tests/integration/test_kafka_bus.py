@@ -343,9 +343,9 @@ def _s3rver_unavailable() -> str | None:
     return None
 
 
-@pytest.mark.parametrize("s3_server", ["moto", "s3rver"])
+@pytest.mark.parametrize("s3_server", ["files", "moto", "s3rver"])
 def test_s3_storage_keeps_messages_and_committed_offsets_across_a_restart(tmp_path: Path, s3_server: str) -> None:
-    """moto: Tansu restarts over the running object store; s3rver: both restart, the objects are on disk."""
+    """files and moto: Tansu restarts over the running object store; s3rver: both restart, objects on disk."""
     if s3_server == "s3rver":
         reason = _s3rver_unavailable()
         if reason:

@@ -33,7 +33,15 @@ def add_stack_parser(sub: Any) -> None:
     p.add_argument("--no-ray", action="store_true", help="rerank in the reranker service's process")
     p.add_argument("--prometheus", action="store_true", help="also run Prometheus scraping every service")
     p.add_argument(
-        "--durable", action="store_true", help="broker storage on s3, served by moto (survives a broker crash)"
+        "--durable",
+        action="store_true",
+        help="broker storage on s3 in STACK_DIR/broker-data (topics and committed offsets survive a broker crash)",
+    )
+    p.add_argument(
+        "--s3-server",
+        choices=("files", "moto", "s3rver"),
+        default="files",
+        help="--durable's object store: files (default: on disk, fastest), moto (in memory) or s3rver (docs/kafka.md)",
     )
     p.add_argument(
         "--no-supervise", action="store_true", help="do not restart crashed processes (no supervisor process)"
@@ -89,6 +97,7 @@ def run_stack(args: argparse.Namespace) -> int:
         ray=not args.no_ray,
         prometheus=args.prometheus,
         broker_storage="s3" if args.durable else "memory",
+        broker_s3_server=args.s3_server,
         supervise=not args.no_supervise,
     )
     started = time.perf_counter()

@@ -45,6 +45,9 @@ class StackOptions:
     ray: bool = True  # the reranker service runs step 8 on Ray Serve
     prometheus: bool = False
     broker_storage: str = "memory"
+    broker_s3_server: str = (
+        "files"  # the object store of s3 storage: files (default), moto or s3rver (docs/kafka.md)
+    )
     ready_timeout_s: float = 180.0
     request_timeout_s: float = 30.0  # the gateway's longest wait for an answer (calls may ask for less)
     bus_options: str = ""  # KafkaBus URL options for every service, e.g. "fetch_max_wait_ms=100" (docs/kafka.md)
@@ -169,7 +172,12 @@ class LocalStack:
             self.options.broker_storage,
         ]
         if self.options.broker_storage != "memory":
-            argv += ["--data-dir", str(self.directory / "broker-data")]
+            argv += [
+                "--data-dir",
+                str(self.directory / "broker-data"),
+                "--s3-server",
+                self.options.broker_s3_server,
+            ]
         self._start("broker", argv, {"kafka": port})
         wait_until(
             lambda: tcp_open(port),

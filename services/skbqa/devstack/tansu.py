@@ -3,13 +3,15 @@
 `start_tansu()` returns a `BrokerHandle` once the broker answers a Kafka metadata request. Always on loopback:
 both ``--listener-url`` and ``--advertised-listener-url`` are ``tcp://127.0.0.1:PORT`` (Tansu's default
 listener is 0.0.0.0). Storage ``memory`` (default) is lost when the broker stops; ``s3`` is durable: Tansu 0.6
-has no file storage engine, so an S3 server runs beside it on another loopback port (see `BrokerHandle`).
+has no file storage engine (and this build no postgres engine), so an S3 server runs beside it on another
+loopback port (see `BrokerHandle`).
 
 Command line (runs until SIGTERM/SIGINT; writes ``DATA_DIR/pids.json``, then prints one ``ready 127.0.0.1:PORT``
-line when serving; on moto storage it restarts a crashed Tansu after ``--restart-delay`` s, otherwise it exits
-with status 1 when the broker dies)::
+line when serving; on s3 storage served by ``files`` or moto it restarts a crashed Tansu after ``--restart-delay``
+s, otherwise it exits with status 1 when the broker dies)::
 
     python -m skbqa.devstack.tansu --port 9092 [--storage memory|s3] [--data-dir DIR] [--s3-port 4568]
+        [--s3-server files|moto|s3rver]
 """
 
 from __future__ import annotations
@@ -40,13 +42,18 @@ from skbqa.devstack.tansu_children import (
 
 PIDS_FILE = "pids.json"
 STORAGES = ("memory", "s3")
-S3_SERVERS = ("moto", "s3rver")
+S3_SERVERS = ("files", "moto", "s3rver")
+# S3 servers whose process outlives a Tansu crash with the objects intact: Tansu alone is restarted over them
+KEEPS_OBJECTS = ("files", "moto")
 
 
 class BrokerHandle:
     """A running Tansu (and its S3 server, for s3 storage) started by `start_tansu`.
 
-    Two servers can play S3 (`s3_server=`). ``moto`` (PyPI ``moto[server]``, the default when installed) honours
+    Three servers can play S3 (`s3_server=`). ``files`` (the default; `skbqa.devstack.s3_files`, no dependency)
+    keeps its objects as files in ``data_dir/objects``, honours conditional writes and costs a fraction of moto's
+    CPU per request (docs/kafka.md, "Durable storage"); its process outlives Tansu, so `restart()` restarts Tansu
+    alone, and the objects also survive stopping both. ``moto`` (PyPI ``moto[server]``) honours
     S3's conditional writes (``If-None-Match``/``If-Match``), which Tansu's s3 engine relies on to hand out
     offsets when several producers write one partition; it keeps its objects in its own process, which outlives
     Tansu, so `restart()` restarts Tansu alone. ``s3rver`` (npm ``s3rver@3.7.1``) ignores conditional PUTs, so
@@ -63,7 +70,7 @@ class BrokerHandle:
         owns_data_dir: bool,
         s3_port: int | None,
         ready_timeout_s: float,
-        s3_server: str = "moto",
+        s3_server: str = "files",
     ) -> None:
         self.port = port
         self.storage = storage
@@ -95,7 +102,8 @@ class BrokerHandle:
         """Start the processes (s3rver first) and wait until Tansu serves metadata; used by `restart` too."""
         try:
             if self.storage == "s3" and (self._s3 is None or not self._s3.alive()):
-                self._s3 = self._start_moto() if self.s3_server == "moto" else self._start_s3rver()
+                starters = {"files": self._start_files, "moto": self._start_moto, "s3rver": self._start_s3rver}
+                self._s3 = starters[self.s3_server]()
             self.start_tansu_only()
         except BaseException:
             self._stop_children(grace_s=2.0)
@@ -120,9 +128,9 @@ class BrokerHandle:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
     def restart(self, grace_s: float = 6.0) -> None:
-        """Stop and start again on the same ports and data directory (memory storage starts empty). moto's object
-        store keeps running: only Tansu restarts, as it would beside a real S3."""
-        if self.storage == "s3" and self.s3_server == "moto" and self._tansu is not None:
+        """Stop and start again on the same ports and data directory (memory storage starts empty). The files and
+        moto object stores keep running: only Tansu restarts, as it would beside a real S3."""
+        if self.storage == "s3" and self.s3_server in KEEPS_OBJECTS and self._tansu is not None:
             self._tansu.stop(grace_s)
             self.start()
             return
@@ -169,6 +177,15 @@ class BrokerHandle:
                 AWS_ALLOW_HTTP="true",
             )
         return env
+
+    def _start_files(self) -> _Child:
+        assert self.s3_port is not None
+        _check_port_free(self.s3_port, "the S3 file server")
+        argv = [sys.executable, "-m", "skbqa.devstack.s3_files", "--port", str(self.s3_port)]
+        argv += ["--dir", str(self.data_dir / "objects"), "--bucket", BUCKET]
+        child = _Child("s3-files", argv, dict(os.environ), self.data_dir / "s3-files.log")
+        _wait_for_s3(child, self.s3_port, self.ready_timeout_s)
+        return child
 
     def _start_moto(self) -> _Child:
         if importlib.util.find_spec("moto") is None:
@@ -218,7 +235,7 @@ def start_tansu(
     if storage not in STORAGES:
         raise InvalidInputError(f"storage must be one of {', '.join(STORAGES)}, not {storage!r}")
     if s3_server is None:
-        s3_server = "moto" if importlib.util.find_spec("moto") is not None else "s3rver"
+        s3_server = "files"
     if s3_server not in S3_SERVERS:
         raise InvalidInputError(f"s3_server must be one of {', '.join(S3_SERVERS)}, not {s3_server!r}")
     owns = data_dir is None
@@ -249,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--storage", choices=STORAGES, default="memory")
     parser.add_argument("--data-dir", type=Path, default=None, help="logs, and the s3 objects (durable)")
     parser.add_argument("--s3-port", type=int, default=None, help="S3 server port (default: a free port)")
-    parser.add_argument("--s3-server", choices=S3_SERVERS, default=None, help="default: moto when installed")
+    parser.add_argument("--s3-server", choices=S3_SERVERS, default="files", help="s3 storage's object store")
     parser.add_argument(
         "--restart-delay", type=float, default=2.0, help="s3 storage: seconds before a crashed Tansu is restarted"
     )
@@ -273,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ready {handle.bootstrap} storage={handle.storage} data_dir={handle.data_dir}", flush=True)
     try:
         while not stopping.wait(0.2):
-            if handle.storage == "s3" and handle.s3_server == "moto" and handle.tansu_crashed():
+            if handle.storage == "s3" and handle.s3_server in KEEPS_OBJECTS and handle.tansu_crashed():
                 # the object store survived: restart Tansu on it, as a pod restarts beside a real S3
                 print(f"tansu exited; restarting it in {args.restart_delay:.1f} s on the same storage", flush=True)
                 if stopping.wait(args.restart_delay):
