@@ -632,7 +632,7 @@ def test_kafka_lag_autoscaling_targets_each_stage_input_topic(rendered: dict[str
         assert float(env["SKBQA_LAG_INTERVAL_S"]) > 0, name
     # the group label is the group the stage workers join (StageWorker's default)
     worker = pytest.importorskip("skbqa.serving.worker")
-    assert 'f"skbqa-{core.role}"' in inspect.getsource(worker.StageWorker.__init__)
+    assert 'f"skbqa-{self._entry}"' in inspect.getsource(worker.StageWorker.__init__)
     # off by default: CPU only
     for hpa in objects(rendered, "defaults-values.yaml", "HorizontalPodAutoscaler"):
         assert [m["type"] for m in hpa["spec"]["metrics"]] == ["Resource"], hpa["metadata"]["name"]

@@ -26,6 +26,8 @@ from skbqa.devstack.stack import LocalStack, StackOptions
 from skbqa.v1 import api_pb2, api_pb2_grpc
 from tests.conftest import SAMPLE_BUNDLE
 
+SLACK_MS = 2.0  # per call: see the latency-budget tests
+
 pytestmark = [
     pytest.mark.distributed,
     pytest.mark.kafka,
@@ -248,7 +250,9 @@ def test_the_latency_budget_adds_up_across_the_processes(stack, stub) -> None:
         assert all(ms >= 0 for ms in parts.values()), parts
         assert abs(sum(parts.values()) - response.timings_ms[END_TO_END]) < 0.01
         rows.append((sum(parts.values()), gateway_ms))
-    assert all(abs(hops - gateway) <= 0.05 * gateway for hops, gateway in rows), rows
+    # one by one, a call's few statements outside its trace (taking the call, returning it) may be preempted on a
+    # busy machine: within 5 % or 2 ms; in total, within 5 %
+    assert all(abs(hops - gateway) <= max(0.05 * gateway, SLACK_MS) for hops, gateway in rows), rows
     total_hops, total_gateway = sum(r[0] for r in rows), sum(r[1] for r in rows)
     assert abs(total_hops - total_gateway) <= 0.05 * total_gateway, (total_hops, total_gateway)
     exported = _scrape(stack.ports["services"]["gateway-0"]["metrics"])

@@ -25,6 +25,8 @@ from skbqa.v1 import api_pb2, api_pb2_grpc
 from tests.conftest import SAMPLE_BUNDLE
 from tests.fakes.pipeline import gateway_ask_seconds, serve_all_in_one
 
+SLACK_MS = 2.0  # per call: see the latency-budget tests
+
 QUESTIONS = [json.loads(line)["question"] for line in (SAMPLE_BUNDLE / "qa.jsonl").read_text().splitlines()]
 
 
@@ -304,6 +306,8 @@ def test_all_in_one_latency_budget_adds_up_to_the_gateway_time(all_in_one) -> No
         assert len(parts) == len(hops.HOPS), sorted(response.timings_ms)
         assert abs(sum(parts) - response.timings_ms[hops.END_TO_END]) < 0.01
         rows.append((sum(parts), gateway_ms))
-    assert all(abs(hop_sum - gateway) <= 0.05 * gateway for hop_sum, gateway in rows), rows
+    # one by one, a call's few statements outside its trace (taking the call, returning it) may be preempted on a
+    # busy machine: within 5 % or 2 ms; in total, within 5 %
+    assert all(abs(hop_sum - gateway) <= max(0.05 * gateway, SLACK_MS) for hop_sum, gateway in rows), rows
     total_hops, total_gateway = sum(row[0] for row in rows), sum(row[1] for row in rows)
     assert abs(total_hops - total_gateway) <= 0.05 * total_gateway, (total_hops, total_gateway)

@@ -23,6 +23,7 @@ from skbqa.observability.metrics import get_metrics
 from skbqa.serving.gateway.stage_liveness import PIPELINE, StageLiveness, watched_stages
 from skbqa.serving.stages.chain import StageChain, colocated_groups, service_roles, stage_roles
 from skbqa.serving.stages.core import ROLES, AnswerEnvelope, StageCore, StageMessage, StageOutput
+from skbqa.serving.stages.registry import run_stage
 from skbqa.serving.status import DEADLINE_EXCEEDED, INVALID_ARGUMENT, UNAVAILABLE
 from skbqa.serving.worker import StageWorker
 from skbqa.v1 import api_pb2, api_pb2_grpc
@@ -104,7 +105,7 @@ def test_serve_refuses_a_bad_colocated_role_as_bad_usage(
 @pytest.fixture
 def colocated_pipeline(bus: MemoryBus) -> Iterator[api_pb2_grpc.SkbqaStub]:
     """The real gateway servicer and bus backend; parser+symbols+grounding as one worker, then ranking, reranker."""
-    group = StageChain([_core("parser"), _core("symbols"), _core("grounding")])
+    group = StageChain([_core("parser"), _core("symbols"), _core("grounding")], run_stage)
     workers = [_worker(group, bus), _worker(_core("ranking"), bus), _worker(_core("reranker"), bus)]
     with api_over(bus, workers) as stub:
         yield stub
@@ -134,7 +135,9 @@ def test_a_partial_goes_out_before_a_later_colocated_stage_fails_and_its_input_i
     bus: MemoryBus,
 ) -> None:
     grounding = PartialCore(open_gate=True, role="grounding", topics=(topics.SYMBOLS, topics.GROUNDED))
-    group = StageChain([grounding, _core("ranking", error=BackendUnavailableError("vector store down"))])
+    group = StageChain(
+        [grounding, _core("ranking", error=BackendUnavailableError("vector store down"))], run_stage
+    )
     worker = _worker(group, bus).start()
     dead = bus.consumer([topics.DEAD_LETTER], group="inspect")
     try:
@@ -158,7 +161,7 @@ def test_a_partial_goes_out_before_a_later_colocated_stage_fails_and_its_input_i
 
 def test_bad_input_and_expired_deadlines_are_answered_by_the_stage_that_meets_them(bus: MemoryBus) -> None:
     symbols = _core("symbols", error=InvalidInputError("no such constant"))
-    group = StageChain([_core("parser"), symbols])
+    group = StageChain([_core("parser"), symbols], run_stage)
     worker = _worker(group, bus).start()
     try:
         invalid, expired = _request(), _request(deadline_ms=int(time.time() * 1000) - 1)

@@ -12,7 +12,7 @@ The separately deployable form stays the default: a role without "+" is one stag
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from skbqa.common.errors import InvalidInputError
@@ -85,8 +85,10 @@ class StageChain:
     `Stage/Process` servicer), and the list of cores the bus worker steps through itself (worker.py) so each
     stage keeps its own metrics, retries and latency-trace hops."""
 
-    def __init__(self, cores: Sequence[StageCore]) -> None:
+    def __init__(self, cores: Sequence[StageCore], run: Callable[[StageCore, StageMessage], StageOutput]) -> None:
+        """`run`: how one core processes a message (registry.run_stage, which answers around a lost backend)."""
         self.cores = tuple(cores)
+        self._run = run
         self.role = SEPARATOR.join(core.role for core in self.cores)
         self.input_topic = self.cores[0].input_topic
         self.output_topic = self.cores[-1].output_topic
@@ -95,13 +97,12 @@ class StageChain:
         """Every core in turn on the previous one's forward; the answers of all, the last forward. Stops early
         when a core ends the request (no forward)."""
         from skbqa.serving.stages.core import StageOutput
-        from skbqa.serving.stages.registry import run_stage
 
         answers = []
         output = StageOutput(forward=message)
         for core in self.cores:
             assert output.forward is not None
-            output = run_stage(core, output.forward)
+            output = self._run(core, output.forward)
             answers += output.answers
             if output.forward is None:
                 break

@@ -31,7 +31,7 @@ def build_stage(role: str, runtime: StageRuntime) -> StageCore:
     from skbqa.serving.stages.chain import StageChain, is_colocated, stage_roles
 
     if is_colocated(role):
-        return StageChain([build_stage(member, runtime) for member in stage_roles(role)])
+        return StageChain([build_stage(member, runtime) for member in stage_roles(role)], run_stage)
     return STAGE_CLASSES[role](runtime)  # type: ignore[return-value]
 
 

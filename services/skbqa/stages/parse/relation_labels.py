@@ -6,7 +6,7 @@ them from the constants; they stay the relation's words.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -17,8 +17,24 @@ from skbqa.stages.parse.spelling import is_english
 from skbqa.stages.parse.type_mentions import noun_lemma
 from skbqa.stores.index import IndexStores
 
-if TYPE_CHECKING:
-    from skbqa.stages.parse.constants import Constant
+
+class _Name(Protocol):
+    """A name found in the question (`constants.Constant`)."""
+
+    @property
+    def start(self) -> int: ...
+
+    @property
+    def end(self) -> int: ...
+
+    @property
+    def surface(self) -> str: ...
+
+    @property
+    def positions(self) -> np.ndarray: ...
+
+
+Constant = TypeVar("Constant", bound=_Name)
 
 COORDINATORS = frozenset({"and", "or", "nor"})
 COPULAS = frozenset({"is", "are", "was", "were", "be", "being"})
@@ -69,7 +85,7 @@ class RelationLabels:
         before = stems(" ".join(noun_lemma(w) or w for w in lead))
         return bool(own) and any(own <= words <= own | before for words in self._edge_phrases)
 
-    def _labels_next(self, text: QuestionText, constant: Constant, nxt: Constant) -> bool:
+    def _labels_next(self, text: QuestionText, constant: _Name, nxt: _Name) -> bool:
         between = text.words(constant.end, nxt.start)
         if self._category_of(text, constant, nxt, between):
             return True
@@ -84,7 +100,7 @@ class RelationLabels:
         single = constant.end - constant.start == 1 and is_english(text.tokens[constant.start].lower)
         return bool(words) and (words <= self._edge_name_stems or single)
 
-    def _category_of(self, text: QuestionText, constant: Constant, nxt: Constant, between: list[str]) -> bool:
+    def _category_of(self, text: QuestionText, constant: _Name, nxt: _Name, between: list[str]) -> bool:
         """ "whose *clinical course* is (recorded as) rapidly progressive": a name said, through a copula, of a
         name below it in its hierarchy labels it (a category, not a second node)."""
         if not COPULAS & set(between) or len(between) > LABEL_GAP_WORDS:
