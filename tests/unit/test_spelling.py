@@ -84,3 +84,44 @@ def test_one_edit_and_two_edits_for_long_words_only() -> None:
 def test_every_name_word_one_edit_away_is_a_reading_nearest_first() -> None:
     names = speller("melanosome assembly", "assembled", "assemblies")
     assert names.readings("assembley") == ["assembled", "assembly"]
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        ("illnesess", "illnesses"),
+        ("assosiated", "associated"),
+        ("pakage", "package"),
+        ("maintaners", "maintainers"),
+    ],
+)
+def test_a_misspelt_english_word_reads_as_the_one_word_one_edit_away(typed: str, meant: str) -> None:
+    from skbqa.stages.parse.spelling import english_respelling
+
+    assert english_respelling(typed) == meant
+
+
+def test_what_is_not_read_as_misspelt_english() -> None:
+    from skbqa.stages.parse.spelling import english_respelling
+
+    assert english_respelling("package") is None  # English already
+    assert english_respelling("genez") is None  # too short
+    assert english_respelling("Pakage") is None  # not lower case: a name's word
+
+
+def test_a_word_the_knowledge_base_uses_is_never_respelt_as_english() -> None:
+    from skbqa.skb.schema import Schema
+    from skbqa.stages.parse.abbreviations import Abbreviations
+
+    schema = Schema.from_dict(
+        {
+            "name": "s",
+            "description": "",
+            "node_types": [{"name": "disease", "description": "a disease"}],
+            "edge_types": [],
+        }
+    )
+    plain = Abbreviations(schema, lambda token: False)
+    assert plain.expand("aplasia of the bladder")[0] == "aphasia of the bladder"  # English would say so
+    knowing = Abbreviations(schema, lambda token: False, known_word=lambda word: word == "aplasia")
+    assert knowing.expand("aplasia of the bladder")[0] == "aplasia of the bladder"

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from skbqa.skb.schema import Schema
 from skbqa.stages.parse.question_text import FUNCTION_WORDS
-from skbqa.stages.parse.spelling import is_english
+from skbqa.stages.parse.spelling import english_respelling, is_english
 from skbqa.stages.parse.type_mentions import noun_lemma, plural
 
 MIN_ABBREVIATION = 3
@@ -59,9 +59,14 @@ def _shared_start(a: str, b: str) -> int:
 
 
 class Abbreviations:
-    def __init__(self, schema: Schema, is_name: Callable[[str], bool]) -> None:
+    def __init__(
+        self, schema: Schema, is_name: Callable[[str], bool], known_word: Callable[[str], bool] | None = None
+    ) -> None:
+        """`known_word`: whether the knowledge base itself uses a word (its names, its texts' openings): such a
+        word is never read as a misspelt English one ("aplasia" is no "aphasia", "septin" no "septic")."""
         self._words = schema_words(schema)
         self._is_name = is_name
+        self._known_word = known_word or (lambda _word: False)
 
     def expand(self, question: str) -> tuple[str, list[tuple[str, str]]]:
         """The question with its abbreviations written out, and which were (abbreviation, word)."""
@@ -73,6 +78,8 @@ class Abbreviations:
                 done.append((token, CONTRACTIONS[token]))
                 return CONTRACTIONS[token]
             word = self.word_for(token)
+            if word is None and not self._is_name(token) and not self._known_word(token):
+                word = english_respelling(token)  # "illnesess", "assosiated": English, misspelt
             if word is None:
                 return token
             done.append((token, word))

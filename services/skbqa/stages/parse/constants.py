@@ -74,6 +74,10 @@ class ConstantSpotter:
     def warm(self) -> None:
         self._speller.warm()
 
+    def knows_word(self, word: str) -> bool:
+        """Whether the word (lower case) is a word of some node's name."""
+        return self._speller.knows(word)
+
     def name_spans(self, text: QuestionText) -> list[tuple[int, int]]:
         """Where names of nodes stand, before anything is claimed (longest match, left to right): a type word
         inside one ("Gaucher disease") or right before one ("the gene BRCA1") does not name the answer's type."""

@@ -89,7 +89,11 @@ class EncoderParser:
         self._lock = threading.Lock()
         self._constants = ConstantSpotter(stores, lexicon, self._types, fuzzy_min_cosine=fuzzy_min_cosine)
         self._assembler = QueryAssembler(stores, self._types, self._relations)
-        self._abbreviations = Abbreviations(self._schema, self._is_name)
+        self._abbreviations = Abbreviations(
+            self._schema,
+            self._is_name,
+            known_word=lambda word: self._constants.knows_word(word) or self._word_usage().knows(word),
+        )
         # the knowledge base's own words: its name and description, and the sources its types cite by acronym
         self._own_words = set(re.findall(r"[a-z0-9]+", f"{self._schema.name} {self._schema.description}".lower()))
         self._sources = {

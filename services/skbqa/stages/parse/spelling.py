@@ -22,7 +22,9 @@ from skbqa.stores.lexicon import NameLexicon
 MIN_WORD_CHARS = 5  # shorter words are too often another real word one edit away
 TWO_EDIT_MIN_CHARS = 9  # two edits apart: only long words, where two real words that close are rare
 RESPELL_MIN_CHARS = 6  # a known word read as another one edit away: only longer ones
-MAX_READINGS = 4  # of a misspelt word, tried against the words beside it: the one that completes a name wins
+MAX_READINGS = 4
+ENGLISH_RESPELL_MIN_CHARS = 6  # an English word misspelt: shorter ones are too often another word or a name
+_ALPHABET = "abcdefghijklmnopqrstuvwxyz"  # of a misspelt word, tried against the words beside it: the one that completes a name wins
 
 # One spelling for the variants of a word, applied in order to its lower case: either variant then finds the other.
 _VARIANTS = tuple(
@@ -66,6 +68,30 @@ def is_english(word: str) -> bool:
     return bool(word_classes(word))
 
 
+@lru_cache(maxsize=4096)
+def english_respelling(word: str) -> str | None:
+    """A lower-case word English does not know, read as the one English word of the same first letter one edit
+    away ("illnesess": illnesses, "assosiated": associated, "pakage": package); None when there is none or more
+    than one."""
+    if len(word) < ENGLISH_RESPELL_MIN_CHARS or not word.isalpha() or not word.islower() or is_english(word):
+        return None
+    splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+    edits = {a + b[1:] for a, b in splits if b}
+    edits |= {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
+    edits |= {a + c + b[1:] for a, b in splits if b for c in _ALPHABET}
+    edits |= {a + c + b for a, b in splits for c in _ALPHABET}
+    found = [e for e in edits & _english_words() if e != word and e[:1] == word[:1]]
+    return found[0] if len(found) == 1 else None
+
+
+@lru_cache(maxsize=1)
+def _english_words() -> frozenset[str]:
+    """Every word form lemminflect's English tables know (about 70,000), to test hundreds of edits at once."""
+    from lemminflect import Lemmatizer
+
+    return frozenset(word for word in Lemmatizer()._getLemmaDict() if word.isalpha())
+
+
 class Speller:
     def __init__(self, lexicon: Callable[[], NameLexicon]) -> None:
         self._lexicon = lexicon
@@ -91,6 +117,11 @@ class Speller:
 
     def warm(self) -> None:
         self._words()
+        _english_words()
+
+    def knows(self, word: str) -> bool:
+        """Whether the word (lower case) is a word of some node's name."""
+        return word in self._words()
 
     def readings(self, word: str) -> list[str]:
         """The name words an unknown word may be a misspelling of, best first: its one variant spelling (even of

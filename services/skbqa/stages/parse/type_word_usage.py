@@ -37,6 +37,10 @@ class TypeWordUsage:
                     kept.setdefault(word, np.zeros(types, dtype=np.float64))[code] = count
         self._counts = kept
 
+    def knows(self, word: str) -> bool:
+        """Whether enough nodes of some type use the word in their names or openings."""
+        return word in self._counts
+
     def shares(self, forms: Iterable[str]) -> np.ndarray | None:
         """For a word given in all its forms: each type's share of the rate at which its nodes use it (rates, not
         counts, so a large type does not win by size). None when no type uses it enough to say."""
