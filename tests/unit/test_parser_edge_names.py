@@ -66,3 +66,11 @@ def test_a_plural_type_word_before_a_name_of_another_type_opens_a_clause(engine:
     assert parsed.symbols["c1"].type == "cook"
     assert edges(parsed) == {("m1", "created_by", "c1"), ("m1", "dish_has_place_of_origin", "y")}
     assert engine.ask(question, strategy="af").items[0].node_id == 2
+
+
+def test_how_asks_for_the_far_end_of_the_last_verbs_edge(engine: EmbeddedEngine) -> None:
+    # "how is <subject> <verb>": the subject (dishes) is on the way; "originated" names the edge to the answer
+    question = "How are the dishes created by Marta Rossi originated?"
+    parsed = parse(engine, question)
+    assert parsed.target_type == "region"
+    assert engine.ask(question, strategy="af").items[0].node_id == 2

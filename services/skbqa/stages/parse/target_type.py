@@ -42,7 +42,8 @@ from skbqa.stores.lexicon import NameLexicon
 
 TargetTypeGuesser = Callable[[QueryContext], str | None]
 DO_FORMS = frozenset({"do", "does", "did"})
-MIN_CLOSING_WORDS = 4  # "… maintained by whom": a question this long that ends in a wh-word
+MIN_CLOSING_WORDS = 4
+MIN_HOW_WORDS = 5  # "how are the disorders … inherited": how, a copula, a subject, more, a verb  # "… maintained by whom": a question this long that ends in a wh-word
 # An edge meant by the question's free words must be this close to them, and this much closer than any edge that
 # leads to another type.
 MEANING_MIN_COSINE = 0.35
@@ -91,6 +92,10 @@ class TargetTypeReader:
         if closing is not None:
             warnings.append(f"target type {closing[0]!r}: the question ends asking {closing[1]!r}")
             return closing[0], "synonym"
+        how = self._how_is_question(query, text, mentions) if head_noun else None
+        if how is not None:
+            warnings.append(f"target type {how!r}: how the subject is what the question's last verb says")
+            return how, "relation"
         by_object = self._object_of_do_question(text, mentions, spans) if head_noun else None
         if by_object is not None:
             warnings.append(f"target type {by_object!r}: what the question's last verb reaches from its subject")
@@ -222,6 +227,23 @@ class TargetTypeReader:
             skip = set(range(len(words))) - {last}
             return self._edge_words.target(text, {subject.type_name}, set(), skip)
         return None
+
+    def _how_is_question(self, query: QueryContext, text: QuestionText, mentions: list[TypeMention]) -> str | None:
+        """ "*How are* the disorders linked to X *inherited*?": "how" and a copula ask for the far end, from the
+        subject's type, of the edge the question's last verb names (the subject is a node on the way)."""
+        words = text.words(0, len(text))
+        if len(words) < MIN_HOW_WORDS or words[0] != "how" or words[1] not in ("is", "are", "was", "were"):
+            return None
+        j = 2
+        while j < len(words) and words[j] in ARTICLES:
+            j += 1
+        subject = next((m.type_name for m in mentions if m.start == j), None)
+        if subject is None and j < len(words) and (lemma := noun_lemma(words[j])) is not None:
+            subject = self._synonyms.type_of(text, HeadNoun(j, j + 1, lemma), query.encoder)
+        last = next((k for k in range(len(words) - 1, j, -1) if words[k] not in FUNCTION_WORDS), None)
+        if subject is None or last is None:
+            return None
+        return self._edge_words.target(text, {subject}, set(), set(range(len(words))) - {last})
 
     def _edge_by_meaning(
         self, query: QueryContext, text: QuestionText, spans: list[tuple[int, int]], mentions: list[TypeMention]
