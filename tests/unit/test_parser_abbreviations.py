@@ -91,3 +91,10 @@ def test_comparison_signs_before_a_number_are_read_as_words(
     abbreviations: Abbreviations, question: str, written: str
 ) -> None:
     assert abbreviations.expand(question)[0].replace("  ", " ").strip() == written.replace("  ", " ").strip()
+
+
+def test_after_a_possessive_a_short_form_is_read_even_where_a_node_has_it() -> None:
+    named = Abbreviations(SCHEMA, lambda token: token in {"deps", "xz"})
+    assert named.expand("which deps are there")[0] == "which deps are there"  # a node's name
+    assert named.expand("list xz's deps")[0] == "list xz's depends"  # what of xz is asked
+    assert named.expand("list xz's hard deps")[0] == "list xz's hard depends"

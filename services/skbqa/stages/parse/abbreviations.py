@@ -31,6 +31,7 @@ CONTRACTIONS = {
 }
 MIN_WORD = 4
 _WORD = re.compile(r"[a-z]+")
+_POSSESSIVE = re.compile(r"['’]s (?:[a-z]+ )?$")  # "mutt's deps", "mutt's hard deps"
 _TOKEN = re.compile(r"(?<![\w.:/_-])[a-z]{3,}(?![\w.:/_-])")
 
 
@@ -77,7 +78,9 @@ class Abbreviations:
             if token in CONTRACTIONS and not self._is_name(token):
                 done.append((token, CONTRACTIONS[token]))
                 return CONTRACTIONS[token]
-            word = self.word_for(token)
+            # after a possessive ("mutt's *deps*") the word says what of the name is asked, even if a node has it
+            possessive = _POSSESSIVE.search(question[: match.start()]) is not None
+            word = self.word_for(token, possessive=possessive)
             if word is None and not self._is_name(token) and not self._known_word(token):
                 word = english_respelling(token)  # "illnesess", "assosiated": English, misspelt
             if word is None:
@@ -92,8 +95,10 @@ class Abbreviations:
         expanded = _TOKEN.sub(replace, question)
         return expanded, done
 
-    def word_for(self, token: str) -> str | None:
-        if token in FUNCTION_WORDS or token in self._words or not _unknown(token) or self._is_name(token):
+    def word_for(self, token: str, *, possessive: bool = False) -> str | None:
+        if token in FUNCTION_WORDS or token in self._words or not _unknown(token):
+            return None
+        if self._is_name(token) and not possessive:
             return None
         stem, suffix = (token[:-1], "s") if token.endswith("s") and len(token) > MIN_ABBREVIATION else (token, "")
         if stem in self._words:

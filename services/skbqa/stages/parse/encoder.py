@@ -364,7 +364,7 @@ class EncoderParser:
 
 
 _TYPE_WORD_PAIR = re.compile(r"(?<![\w-])([A-Za-z]+)(?:\s+(?:or|and)\s+|\s*/\s*)([A-Za-z]+)(?![\w-])")
-KB_CONTEXT_PREPOSITIONS = frozenset({"in", "within", "on", "from", "across"})
+KB_CONTEXT_PREPOSITIONS = frozenset({"in", "within", "on", "from", "across", "for"})
 
 
 def _reads_hierarchy(parsed: StructuredQuery) -> bool:
