@@ -283,6 +283,8 @@ class EncoderParser:
             word = text.tokens[i].lower
             if word not in self._own_words or not text.free(max(i - 1, 0), i + 1):
                 continue
+            if i + 1 < len(text) and text.gap_before(i + 1).strip() == ":":
+                continue  # "ORPHA:2898": the start of a code
             closing = (
                 i + 1 == len(text)
                 or text.boundary_before(i + 1)
