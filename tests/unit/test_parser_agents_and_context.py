@@ -276,3 +276,9 @@ def test_the_name_in_a_relative_clause_is_its_verbs_subject(engine: EmbeddedEngi
     parsed = parse(engine, question)
     assert ("c1", "cites", "m1") in edges(parsed)
     assert engine.ask(question, strategy="af").items[0].node_id == 6
+
+
+def test_a_function_word_of_the_knowledge_bases_description_is_no_context(engine: EmbeddedEngine) -> None:
+    # the description says "… the books and the shelves": "and" after "on" still joins two clauses
+    parsed = parse(engine, "books that Ada Voss relies on and that cite Iron Bells")
+    assert not any("names the knowledge base itself" in w for w in parsed.warnings)

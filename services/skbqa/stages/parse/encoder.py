@@ -95,7 +95,8 @@ class EncoderParser:
             known_word=lambda word: self._constants.knows_word(word) or self._word_usage().knows(word),
         )
         # the knowledge base's own words: its name and description, and the sources its types cite by acronym
-        self._own_words = set(re.findall(r"[a-z0-9]+", f"{self._schema.name} {self._schema.description}".lower()))
+        own = re.findall(r"[a-z0-9]+", f"{self._schema.name} {self._schema.description}".lower())
+        self._own_words = {w for w in own if w not in FUNCTION_WORDS}  # "and", "of" name nothing of the KB
         self._sources = {
             acronym.lower()
             for t in self._schema.node_types
