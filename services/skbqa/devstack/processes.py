@@ -114,7 +114,17 @@ def alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    # A child of another process (the supervisor watches what `stack up` started, perhaps in a process that is
+    # still running) stays a zombie until that parent reaps it: it has exited all the same, so restart it.
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:  # no /proc (not Linux), or the process has just gone: kill(0) above has decided
+        return False
+    return stat[stat.rindex(")") + 2 :].startswith("Z")
 
 
 def stop_records(records: Sequence[ProcessRecord], *, grace_s: float = 10.0) -> list[str]:

@@ -1,0 +1,211 @@
+"""The fault matrix under the stack's own supervision (docs/faults.md): real stacks started by `skbqa stack up` on
+the biomed sample index, a bounded load, kill -9 by the PID the stack reports, and nothing restarted by this
+script — the supervisor does it, and each row says how long the stack took to answer normally again.
+
+    python bench/fault_matrix_supervised.py                 # every row (~20 min on 2 cores), writes the file
+    python bench/fault_matrix_supervised.py --stacks single  # only the rows of one stack
+    python bench/fault_matrix_supervised.py --print          # the table of an existing file
+
+Three stacks, one after another (never two at once on 2 cores): `single` (one process per stage, Triton, Ray in
+the reranker service: every stage's kill -9 with 1 replica, Triton, Ray, the memory broker), `replicas2` (every stage
+with 2 replicas, `--no-ray`: no default request reaches Ray, and two private Ray instances would only load the
+cores; each stage's kill -9 of one replica) and `durable` (`--durable`: the broker on s3 storage, with the object store `stack up` picks by default; killed). On a
+shared machine wrap the run in ``flock /tmp/skbqa-heavy.lock``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.integration.fault_stack import QUESTIONS  # noqa: E402
+from tests.integration.supervised_faults import Fault, Load, References, run_row  # noqa: E402
+from tests.integration.supervised_stack import StackConfig, SupervisedStack  # noqa: E402
+
+DEFAULT_OUT = ROOT / "bench" / "results" / "fault-matrix-supervised.json"
+# Set once the run has re-executed itself on a copy of the package (see `on_snapshot`).
+SNAPSHOT_ENV = "SKBQA_SUPERVISED_SNAPSHOT"
+STAGES = ("parser", "symbols", "grounding", "ranking", "reranker")
+RERANKED = {"reranker": "local"}  # step 8 on the reranker service's Ray Serve deployment
+
+STACKS: dict[str, tuple[StackConfig, list[Fault]]] = {
+    "single": (
+        StackConfig("single", replicas={}),
+        [Fault(f"kill -9 of the {role} service (1 replica)", f"{role}-0") for role in STAGES]
+        + [
+            Fault("kill -9 of the Triton encoder server", "triton"),
+            Fault(
+                "kill -9 of Ray (gcs_server + raylet in the reranker service), calls with reranker=local",
+                "reranker-0",
+                ray=True,
+                options=RERANKED,
+            ),
+            Fault("kill -9 of the broker (memory storage)", "broker"),
+        ],
+    ),
+    "replicas2": (
+        StackConfig("replicas2", replicas=dict.fromkeys(STAGES, 2), ray=False),
+        [Fault(f"kill -9 of one {role} replica of 2", f"{role}-0") for role in STAGES],
+    ),
+    "durable": (
+        StackConfig("durable", replicas={}, ray=False, durable=True),
+        [Fault("kill -9 of the broker (--durable: s3 storage)", "broker")],
+    ),
+}
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| fault | outcome | sent | answered | clear status | lost | duplicates delivered / dropped | s "
+        "| recovered after |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['fault']} | not measured: {r['error']} | | | | | | | |")
+            continue
+        clear = ", ".join(f"{n} {code}" for code, n in sorted(r["clear_status"].items())) or "0"
+        lost = str(r["lost"]) + (
+            " (" + ", ".join(f"{n} {why}" for why, n in r["lost_reasons"].items()) + ")" if r["lost"] else ""
+        )
+        recovered = "never" if r["recovered_after_s"] is None else f"{r['recovered_after_s']} s"
+        lines.append(
+            f"| {r['fault']} | {r['outcome']} | {r['sent']} | {r['answered']} | {clear} | {lost} "
+            f"| {r['duplicates_delivered']} / {r['duplicates_dropped']} | {r['seconds']} | {recovered} |"
+        )
+    return "\n".join(lines)
+
+
+def save(out: Path, rows: list[dict[str, Any]], stacks: dict[str, Any], load: Load) -> None:
+    document = {
+        "about": "fault x outcome x calls under the stack's own supervision (no harness restarts); written by "
+        "bench/fault_matrix_supervised.py",
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "load": vars(load),
+        "code": code_version(),
+        "stacks": stacks,
+        "rows": rows,
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(document, indent=2) + "\n")
+    tmp.replace(out)
+
+
+def on_snapshot(work: Path) -> None:
+    """Re-execute this script with a copy of services/skbqa first on PYTHONPATH, which every process of the stack
+    inherits. A restarted process imports the code again: on a tree others are editing it would run other code
+    than its peers and than the reference engine, and a changed ranking would read as a wrong answer."""
+    source = work / "src"
+    shutil.rmtree(source, ignore_errors=True)
+    shutil.copytree(ROOT / "services" / "skbqa", source / "skbqa", ignore=shutil.ignore_patterns("__pycache__"))
+    path = os.pathsep.join(p for p in (str(source), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path, SNAPSHOT_ENV: str(source)}
+    os.execve(sys.executable, [sys.executable, __file__, *sys.argv[1:], "--work", str(work)], env)
+
+
+def code_version() -> dict[str, Any]:
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False).stdout.strip()
+
+    return {"head": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "services")),
+            "snapshot": os.environ.get(SNAPSHOT_ENV)}  # fmt: skip
+
+
+def build_index(work: Path) -> Path:
+    from tests.conftest import SAMPLE_BUNDLE
+
+    from skbqa.ingest.builder import ingest
+    from skbqa.models.local_encoder import load_encoder
+
+    index = work / "index"
+    if not (index / "manifest.json").is_file():
+        ingest(SAMPLE_BUNDLE, index, load_encoder("onnx-int8"), progress=False)
+    return index
+
+
+def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from skbqa.engine.embedded import EmbeddedEngine
+    from skbqa.models.local_encoder import load_encoder
+
+    work = Path(args.work or tempfile.mkdtemp(prefix="skbqa-supervised-"))
+    index = args.index or build_index(work)
+    refs = References.of(EmbeddedEngine.open(index, encoder=load_encoder("onnx-int8")), QUESTIONS)
+    load = Load(rate_per_s=args.rate, clients=args.clients, max_calls=args.max_calls, deadline_s=args.deadline)
+    rows: list[dict[str, Any]] = []
+    stacks: dict[str, Any] = {}
+    for name in args.stacks:
+        config, faults = STACKS[name]
+        stack: SupervisedStack | None = None
+        try:
+            stack = SupervisedStack.up(index, work / f"stack-{name}", config)
+            stacks[name] = {
+                "up_args": config.up_args(),
+                "up_seconds": stack.up_seconds,
+                "processes": stack.names(),
+                "broker_argv": stack.record("broker")["argv"][2:],  # its storage, and the object store's
+            }
+            for fault in faults:
+                if args.only and not any(word in fault.label for word in args.only):
+                    continue
+                print(f"== {fault.label}", flush=True)
+                try:
+                    row = run_row(stack, fault, refs, load, QUESTIONS)
+                except Exception as exc:  # one row's failure is recorded; the stack may still serve the next
+                    traceback.print_exc()
+                    row = {"fault": fault.label, "target": fault.target, "error": str(exc).splitlines()[0][:300]}
+                row["stack"] = name
+                rows.append(row)
+                save(args.out, rows, stacks, load)
+                print(markdown([row]).splitlines()[-1], flush=True)
+        except Exception as exc:
+            traceback.print_exc()
+            stacks[name] = {"up_args": config.up_args(), "error": str(exc).splitlines()[0][:300]}
+            save(args.out, rows, stacks, load)
+        finally:
+            if stack is not None:
+                stack.down()
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--print", action="store_true", help="print the table of --out without running")
+    parser.add_argument("--stacks", nargs="+", choices=list(STACKS), default=list(STACKS))
+    parser.add_argument("--only", nargs="+", default=[], help="only the rows whose fault names one of these")
+    parser.add_argument("--index", type=Path, default=None, help="an index of data/biomed-sample (else built)")
+    parser.add_argument(
+        "--work", type=Path, default=None, help="index, stack state and logs (default: a temp dir)"
+    )
+    parser.add_argument("--max-calls", type=int, default=Load.max_calls)
+    parser.add_argument("--clients", type=int, default=Load.clients)
+    parser.add_argument("--rate", type=float, default=Load.rate_per_s, help="calls started per second")
+    parser.add_argument("--deadline", type=float, default=Load.deadline_s, help="each call's client deadline, s")
+    parser.add_argument("--no-snapshot", action="store_true", help="run the live tree (see on_snapshot)")
+    args = parser.parse_args()
+    if not args.print and not args.no_snapshot and SNAPSHOT_ENV not in os.environ:
+        on_snapshot(args.work or Path(tempfile.mkdtemp(prefix="skbqa-supervised-")))
+    if not args.print:
+        run(args)
+    rows = json.loads(args.out.read_text())["rows"]
+    print(markdown(rows))
+    return 1 if any("error" in r or r["lost"] for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
