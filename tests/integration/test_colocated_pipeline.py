@@ -14,9 +14,7 @@ import pytest
 from skbqa.observability import hops
 from skbqa.v1 import api_pb2, api_pb2_grpc
 from tests.conftest import SAMPLE_BUNDLE
-from tests.fakes.pipeline import gateway_ask_seconds, serve_all_in_one
-
-SLACK_MS = 2.0  # per call: see the latency-budget tests
+from tests.fakes.pipeline import LATENCY_SLACK_MS, gateway_ask_seconds, serve_all_in_one
 
 QUESTIONS = [json.loads(line)["question"] for line in (SAMPLE_BUNDLE / "qa.jsonl").read_text().splitlines()]
 LAYOUT = ("parser+symbols+grounding", "ranking+reranker")
@@ -64,4 +62,4 @@ def test_colocated_hops_add_up_to_the_gateway_time(colocated) -> None:
         rows.append((sum(parts.values()), gateway_ms))
     # one by one, a call's few statements outside its trace (taking the call, returning it) may be preempted on a
     # busy machine: within 5 % or 2 ms; in total, within 5 %
-    assert all(abs(hop_sum - gateway) <= max(0.05 * gateway, SLACK_MS) for hop_sum, gateway in rows), rows
+    assert all(abs(hop_sum - gateway) <= max(0.05 * gateway, LATENCY_SLACK_MS) for hop_sum, gateway in rows), rows

@@ -47,7 +47,8 @@ def schema_words(schema: Schema) -> frozenset[str]:
     )
 
 
-def _in_order(short: str, word: str) -> bool:
+def abbreviates(short: str, word: str) -> bool:
+    """Whether `short` starts `word` and keeps its other letters in order ("pkg": package, "chr": chromosome)."""
     letters = iter(word[1:])
     return short[0] == word[0] and all(c in letters for c in short[1:])
 
@@ -103,7 +104,7 @@ class Abbreviations:
         stem, suffix = (token[:-1], "s") if token.endswith("s") and len(token) > MIN_ABBREVIATION else (token, "")
         if stem in self._words:
             return None  # a plural of the schema's own word ("apps" where the schema says "app")
-        candidates = [w for w in self._words if len(w) > len(stem) and _in_order(stem, w)]
+        candidates = [w for w in self._words if len(w) > len(stem) and abbreviates(stem, w)]
         if not candidates:
             return None
         best = max(_shared_start(stem, w) for w in candidates)

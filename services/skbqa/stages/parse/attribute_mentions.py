@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from skbqa.query.structured import AttributeConstraint, Operator
+from skbqa.stages.parse.abbreviations import abbreviates
 from skbqa.stages.parse.code_values import CodeValueSpotter
 from skbqa.stages.parse.family_prefixes import FamilyPrefixSpotter
 from skbqa.stages.parse.question_text import QuestionText, is_discourse_word
@@ -267,7 +268,7 @@ class AttributeSpotter:
                 continue
             short, rest = match.groups()
             value = values.get(loose(rest))
-            if value is not None and len(short) < len(name) and _abbreviates(short, name):
+            if value is not None and len(short) < len(name) and abbreviates(short, name):
                 return _Found(AttributeConstraint(self._symbol, key, "=", value), index, index + 1)
         return None
 
@@ -341,11 +342,6 @@ def _number(text: QuestionText, index: int) -> tuple[float | int, int] | None:
             literal += "." + tokens[end].text
             end += 1
     return (float(literal) if "." in literal else int(literal)), end
-
-
-def _abbreviates(short: str, word: str) -> bool:
-    letters = iter(word[1:])
-    return short[0] == word[0] and all(c in letters for c in short[1:])
 
 
 def _acronym_spelt_out(surface: str, values: dict[str, str]) -> str | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from skbqa.stages.parse.question_text import FUNCTION_WORDS
-from skbqa.stages.parse.type_mentions import noun_lemma
+from skbqa.stages.parse.type_mentions import noun_lemma, unknown_word_lemma
 
 # The broader or containing end of a relation, in English: "parents of X", "processes containing X".
 INVERSE_WORDS = frozenset(
@@ -47,9 +47,8 @@ LEVEL_NOUNS = frozenset(
 
 
 def is_level_noun(word: str) -> bool:
-    # "subtypes", "superclasses": words English's dictionary may not know, in a regular plural
-    singular = word[:-2] if word.endswith("ses") else word[:-1] if word.endswith("s") else word
-    return (noun_lemma(word) or word) in LEVEL_NOUNS or word in LEVEL_NOUNS or singular in LEVEL_NOUNS
+    # "subtypes", "superclasses": plurals English's dictionary may not know read as jargon's
+    return any(form in LEVEL_NOUNS for form in (word, noun_lemma(word), unknown_word_lemma(word)))
 
 
 def names_level(words: Sequence[str], index: int) -> bool:

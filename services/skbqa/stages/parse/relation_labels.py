@@ -15,6 +15,7 @@ from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
 from skbqa.stages.parse.relations import stems
 from skbqa.stages.parse.spelling import is_english
 from skbqa.stages.parse.type_mentions import noun_lemma
+from skbqa.stages.parse.type_synonyms import COPULAS
 from skbqa.stores.index import IndexStores
 
 
@@ -37,7 +38,7 @@ class _Name(Protocol):
 Constant = TypeVar("Constant", bound=_Name)
 
 COORDINATORS = frozenset({"and", "or", "nor"})
-COPULAS = frozenset({"is", "are", "was", "were", "be", "being"})
+LINKING_VERBS = COPULAS | {"be", "being"}
 # "whose clinical course is recorded as rapidly progressive": a category this far from the value, this many levels up
 LABEL_GAP_WORDS = 4
 LABEL_LEVELS = 4
@@ -103,7 +104,7 @@ class RelationLabels:
     def _category_of(self, text: QuestionText, constant: _Name, nxt: _Name, between: list[str]) -> bool:
         """ "whose *clinical course* is (recorded as) rapidly progressive": a name said, through a copula, of a
         name below it in its hierarchy labels it (a category, not a second node)."""
-        if not COPULAS & set(between) or len(between) > LABEL_GAP_WORDS:
+        if not LINKING_VERBS & set(between) or len(between) > LABEL_GAP_WORDS:
             return False
         if any(text.boundary_before(i) for i in range(constant.end, nxt.start + 1)):
             return False

@@ -36,7 +36,7 @@ from skbqa.stages.parse.type_mentions import (
     noun_lemma,
     qualifies_another,
 )
-from skbqa.stages.parse.type_synonyms import HeadNoun, TypeSynonyms
+from skbqa.stages.parse.type_synonyms import COPULAS, HeadNoun, TypeSynonyms
 from skbqa.stores.index import IndexStores
 from skbqa.stores.lexicon import NameLexicon
 
@@ -232,7 +232,7 @@ class TargetTypeReader:
         """ "*How are* the disorders linked to X *inherited*?": "how" and a copula ask for the far end, from the
         subject's type, of the edge the question's last verb names (the subject is a node on the way)."""
         words = text.words(0, len(text))
-        if len(words) < MIN_HOW_WORDS or words[0] != "how" or words[1] not in ("is", "are", "was", "were"):
+        if len(words) < MIN_HOW_WORDS or words[0] != "how" or words[1] not in COPULAS:
             return None
         j = 2
         while j < len(words) and words[j] in ARTICLES:
