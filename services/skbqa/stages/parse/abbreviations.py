@@ -32,6 +32,10 @@ CONTRACTIONS = {
 MIN_WORD = 4
 _WORD = re.compile(r"[a-z]+")
 _POSSESSIVE = re.compile(r"['’]s (?:[a-z]+ )?$")  # "mutt's deps", "mutt's hard deps"
+_OF_NEXT = re.compile(r"\s+of\s")  # "*deps* of mutt": a word before "of" and a name says what of the name is asked
+# English phrases that join the parts of a question and name nothing ("depends on X and on Y *at the same time*"):
+# read as "both"'s sense, which the coordination already states, so they are dropped.
+IDIOMS = re.compile(r"\b(?:at the same time|all at once|at once)\b", re.IGNORECASE)
 _TOKEN = re.compile(r"(?<![\w.:/_-])[a-z]{3,}(?![\w.:/_-])")
 
 
@@ -80,7 +84,11 @@ class Abbreviations:
                 done.append((token, CONTRACTIONS[token]))
                 return CONTRACTIONS[token]
             # after a possessive ("mutt's *deps*") the word says what of the name is asked, even if a node has it
-            possessive = _POSSESSIVE.search(question[: match.start()]) is not None
+            possessive = (
+                _POSSESSIVE.search(question[: match.start()]) is not None
+                or _OF_NEXT.match(question, match.end()) is not None
+                or self._after_a_name(question[: match.start()])
+            )
             word = self.word_for(token, possessive=possessive)
             if word is None and not self._is_name(token) and not self._known_word(token):
                 word = english_respelling(token)  # "illnesess", "assosiated": English, misspelt
@@ -93,8 +101,17 @@ class Abbreviations:
             if symbol.search(question):
                 question = symbol.sub(f" {words} ", question)
                 done.append((sign, words))
+        idiom = IDIOMS.search(question)
+        if idiom is not None:
+            done.append((idiom.group(), ""))
+            question = IDIOMS.sub(" ", question)
         expanded = _TOKEN.sub(replace, question)
         return expanded, done
+
+    def _after_a_name(self, before: str) -> bool:
+        """ "zsh *deps*": right after a name, a word says what of it is asked."""
+        last = re.search(r"([\w.+-]+)\s+$", before)
+        return last is not None and self._is_name(last.group(1))
 
     def word_for(self, token: str, *, possessive: bool = False) -> str | None:
         if token in FUNCTION_WORDS or token in self._words or not _unknown(token):

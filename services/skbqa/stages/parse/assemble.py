@@ -16,21 +16,19 @@ import numpy as np
 from skbqa.query.context import QueryContext
 from skbqa.query.encoder import Encoder
 from skbqa.query.structured import AttributeConstraint, StructuredQuery, Symbol
-from skbqa.stages.parse.chain_words import INVERSE_WORDS, RELATIVE_PRONOUNS, chain_phrases, content_words
+from skbqa.stages.parse.chain_words import (
+    chain_phrases,
+    content_words,
+)
 from skbqa.stages.parse.chains import ChainReader
+from skbqa.stages.parse.clause_roles import COORDINATION, PLACEHOLDERS, RELATION_WORDS, ClauseRoles
 from skbqa.stages.parse.constants import Constant
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
-from skbqa.stages.parse.relation_labels import EDGE_NAME
 from skbqa.stages.parse.relations import RelationChooser, RelationOption, stems
-from skbqa.stages.parse.type_mentions import PREPOSITIONS, TypeMention, TypeVocabulary
+from skbqa.stages.parse.type_mentions import TypeMention, TypeVocabulary
 from skbqa.stores.index import IndexStores
 
 TARGET = "y"
-# Words that may end a question after the last constant without making it a subject ("… are there?").
-_CLAUSE_TAIL = frozenset({"are", "is", "there", "exist", "exists", "s"})
-# English words that stand for an unnamed node of any type between the answer and a constant ("packages that
-# depend on *something* maintained by X"): read like a type word, each type of the schema tried in its place.
-PLACEHOLDERS = frozenset({"something", "anything", "stuff", "things", "somethings", "whatever"})
 
 
 @dataclass
@@ -54,11 +52,7 @@ class QueryAssembler:
         self._types = types
         self._relations = relations
         self._chain_reader: ChainReader | None = None
-        # the stems of the edge names' own words (type names aside): what names a relation wherever it stands
-        type_stems = set().union(*(stems(t.name.replace("_", " ")) for t in self._schema.node_types))
-        self._edge_stems = (
-            set().union(*(stems(e.name.replace("_", " ")) for e in self._schema.edge_types)) - type_stems
-        )
+        self._roles = ClauseRoles(stores, types)
 
     def _chains(self, encoder: Encoder) -> ChainReader:
         if self._chain_reader is None:
@@ -96,30 +90,29 @@ class QueryAssembler:
             and not all(w in FUNCTION_WORDS or is_discourse_word(w) for w in text.words(0, i))
             for node_type in self._schema.node_types
         ]
-        node_types = self._stores.nodes.types
         plans: list[_Plan] = []
         wanted: set[str] = set()
         pronoun = _referring_pronoun(text)
         for named in constants:
-            hinted = next((m.type_name for m in hints if self._typed_by(text, m, named)), None)
-            hinted = hinted or self._hint_after(text, named)
+            hinted = next((m.type_name for m in hints if self._roles.typed_by(text, m, named)), None)
+            hinted = hinted or self._roles.hint_after(text, named)
             constant = named
             if (
                 pronoun is not None
                 and named.end <= pronoun
-                and not content_words([w for words in self._relating(text, named, hints) for w in words])
+                and not content_words([w for words in self._roles.relating(text, named, hints) for w in words])
             ):
                 # "The package wily: what programs are depended on by *it*?": the name's relation is stated where a
                 # pronoun stands for it
                 constant = replace(named, start=pronoun, end=pronoun + 1)
                 pronoun = None
-            subject = self._constant_is_subject(text, constant, hints)
+            subject = self._roles.constant_is_subject(text, constant, hints)
             left, right = text.clause(constant.start, constant.end, RELATION_WORDS)
-            clause = self._relating(text, constant, hints)  # without "the package" before "X"
+            clause = self._roles.relating(text, constant, hints)  # without "the package" before "X"
             previous = plans[-1] if plans else None
             # "on X and (also) on Y": the preposition said again, or "also", still puts Y where X stands
             again = {*ALSO_WORDS, *previous.clause[0][-1:]} if previous is not None else set()
-            between = text.words(previous.constant.end, constant.start) if previous is not None else []
+            between = self._between_names(text, previous.constant, constant) if previous is not None else []
             beside = (
                 previous is not None
                 and all(w in COORDINATION or w in again for w in between)
@@ -138,7 +131,7 @@ class QueryAssembler:
                         for m in [*hints, *placeholders]
                         if left <= m.start
                         and m.end <= constant.start
-                        and not self._typed_by(text, m, constant)
+                        and not self._roles.typed_by(text, m, constant)
                         and not any(other.end == m.start for other in constants)  # "the games *section* that …"
                     ),
                     key=lambda m: m.start,
@@ -146,19 +139,15 @@ class QueryAssembler:
                 if chains
                 else []
             )
-            by_type = []
-            for type_code in _types_in_order(constant.positions, node_types):
-                type_name = self._schema.node_types[type_code].name
-                if hinted is not None and type_name != hinted:
-                    continue
-                nodes = constant.positions[node_types[constant.positions] == type_code][:5]
-                options = chooser.options(type_name, target_type, constant_is_subject=subject)
-                by_type.append((type_name, nodes, options))
-            phrase = previous.phrase if coordinated and previous is not None else self._phrase(text, constant)
+            by_type = self._options_by_type(chooser, constant, hinted, target_type, subject)
+            phrase = (
+                previous.phrase if coordinated and previous is not None else self._roles.phrase(text, constant)
+            )
             plan = _Plan(constant, phrase, by_type, clause, inner, left, subject, beside)
             plans.append(plan)
             if chains and (inner or content_words(clause[0])):
                 wanted.update(chain_phrases(clause[0], clause[1], [(m.start - left, m.end - left) for m in inner]))
+        self._borrow_from_the_next(text, plans, hints, chooser, target_type)
         self._lend_stray_relation_words(text, plans)
         # Phrases are embedded only for constants whose relation is ambiguous (several options), in one call.
         ambiguous = [i for i, plan in enumerate(plans) if sum(len(o) for _, _, o in plan.by_type) > 1]
@@ -230,15 +219,56 @@ class QueryAssembler:
                 parsed.constraints.append(self._not_the_constant(nodes_of(plan, type_name)))
         return parsed
 
+    def _options_by_type(
+        self, chooser: RelationChooser, constant: Constant, hinted: str | None, target_type: str, subject: bool
+    ) -> list[tuple[str, np.ndarray, list[RelationOption]]]:
+        """The relation options per type of the constant's nodes (only the hinted type, when a word types it)."""
+        node_types = self._stores.nodes.types
+        by_type = []
+        for type_code in _types_in_order(constant.positions, node_types):
+            type_name = self._schema.node_types[type_code].name
+            if hinted is not None and type_name != hinted:
+                continue
+            nodes = constant.positions[node_types[constant.positions] == type_code][:5]
+            by_type.append(
+                (type_name, nodes, chooser.options(type_name, target_type, constant_is_subject=subject))
+            )
+        return by_type
+
+    def _borrow_from_the_next(
+        self,
+        text: QuestionText,
+        plans: list[_Plan],
+        hints: Sequence[TypeMention],
+        chooser: RelationChooser,
+        target_type: str,
+    ) -> None:
+        """ "which do X *and* Y both depend on": a name whose clause says nothing, coordinated with the next one,
+        stands in the relation the next one's clause states (the mirror of a second name taking the first's)."""
+        for index in range(len(plans) - 2, -1, -1):
+            plan, following = plans[index], plans[index + 1]
+            between = self._between_names(text, plan.constant, following.constant)
+            if not (following.beside and COORDINATION & set(between)) or content_words(
+                plan.clause[0] + plan.clause[1]
+            ):
+                continue
+            if not [w for w in content_words(following.clause[0] + following.clause[1]) if w not in COORDINATION]:
+                continue
+            hinted = next((m.type_name for m in hints if self._roles.typed_by(text, m, plan.constant)), None)
+            plan.subject, plan.clause, plan.phrase = following.subject, following.clause, following.phrase
+            plan.by_type = self._options_by_type(chooser, plan.constant, hinted, target_type, plan.subject)
+
+    def _between_names(self, text: QuestionText, first: Constant, second: Constant) -> list[str]:
+        """The words between two names, without articles and a type word that types the first ("the serf
+        *program* and *the* docker.io tool": only "and")."""
+        start = first.end
+        if start < second.start and self._roles.hint_after(text, first) is not None:
+            start += 1
+        return [w for w in text.words(start, second.start) if w not in ("the", "a", "an")]
+
     def _not_the_constant(self, nodes: np.ndarray) -> AttributeConstraint:
         names = tuple(dict.fromkeys(self._stores.nodes.names[int(p)] for p in nodes))
         return AttributeConstraint(TARGET, "name", "<>", names if len(names) > 1 else names[0])
-
-    def _clause_words(self, text: QuestionText, constant: Constant) -> tuple[list[str], list[str]]:
-        """The words of the constant's clause before and after it (the clause extends over free tokens only, so
-        the constant's own claim does not stop it)."""
-        left, right = text.clause(constant.start, constant.end, RELATION_WORDS)
-        return text.words(left, constant.start), text.words(constant.end, right)
 
     def _lend_stray_relation_words(self, text: QuestionText, plans: list[_Plan]) -> None:
         """Words that name an edge but stand in no name's clause ("… both curl and wget to be around *(as
@@ -256,76 +286,13 @@ class QueryAssembler:
             for i, t in enumerate(text.tokens)
             if i not in clauses
             and (text.claimed[i] == "target" or (text.claimed[i] is None and _in_parentheses(text, i)))
-            and stems(t.lower) & self._edge_stems
+            and stems(t.lower) & self._roles.edge_stems
         ]
         if not stray:
             return
         for plan in plans:
-            if not stems(plan.phrase) & self._edge_stems:
+            if not stems(plan.phrase) & self._roles.edge_stems:
                 plan.phrase = " ".join([plan.phrase, *stray]).strip()
-
-    def _hint_after(self, text: QuestionText, constant: Constant) -> str | None:
-        """A type word right after a name types it when the name has a node of that type ("the mp3guessenc
-        *package*", "the zsh *program*"); "Kabuki syndrome 1 *genes*" keeps its disease."""
-        if constant.end >= len(text) or text.boundary_before(constant.end):
-            return None
-        after = self._types.type_at(text, constant.end)
-        if after is None:
-            return None
-        codes = np.unique(self._stores.nodes.types[constant.positions])
-        return after if self._schema.node_code(after) in codes else None
-
-    def _relating(
-        self, text: QuestionText, constant: Constant, hints: Sequence[TypeMention]
-    ) -> tuple[list[str], list[str]]:
-        """The clause's words that may relate the constant: without a type word that types it ("… depended on by
-        *the package* X"), which is part of the name's phrase. `hints`: the question's type words."""
-        before_words, after_words = self._clause_words(text, constant)
-        typing = next((m for m in hints if self._typed_by(text, m, constant)), None)
-        if typing is not None and constant.start - typing.start <= len(before_words):
-            before_words = before_words[: len(before_words) - (constant.start - typing.start)]
-        return before_words, after_words
-
-    def _typed_by(self, text: QuestionText, mention: TypeMention, constant: Constant) -> bool:
-        """A type word just before a constant that has a node of its type types it ("the gene BCS1L", "with the
-        phenotype Anhidrosis"); "the diseases TSC1 is associated with" is a clause about diseases, TSC1 none."""
-        code = self._schema.node_code(mention.type_name)
-        return _types_the_name(text, mention, constant.start) and bool(
-            (self._stores.nodes.types[constant.positions] == code).any()
-        )
-
-    def _phrase(self, text: QuestionText, constant: Constant) -> str:
-        """The clause's words around the constant, without it: what the question says links it to the answer."""
-        before, after = self._clause_words(text, constant)
-        return " ".join(before + after)
-
-    def _constant_is_subject(self, text: QuestionText, constant: Constant, hints: Sequence[TypeMention]) -> bool:
-        """English relative clauses: the constant is the subject when a relative pronoun introduces it ("… that X
-        is a kind of", "of which X is a subtype") or content words follow it in its clause ("… that have X as a
-        part"); otherwise the answer is ("… that cite X", "… that are subtypes of X")."""
-        before_words, after_words = self._relating(text, constant, hints)
-        before = [w for w in before_words if w not in ("the", "a", "an", "both", "either")]  # "by both X and Y"
-        # "X is depended on *by* what", "X gets suggested *by* which apps": the answer is the passive's agent, so
-        # the source of the edge, and X its object.
-        if "by" in after_words:
-            verb = after_words[: after_words.index("by")]
-            if any(w not in FUNCTION_WORDS and w not in _CLAUSE_TAIL for w in verb):
-                return any(w in INVERSE_WORDS for w in before_words)
-        # "… subtypes of X in GO": a prepositional phrase after the constant is no clause of which X is subject.
-        if after_words and after_words[0] in PREPOSITIONS:
-            after_words = []
-        after = [w for w in after_words if w not in FUNCTION_WORDS and w not in _CLAUSE_TAIL]
-        # "… regulated by X": X is the agent of a passive verb, so the source of the edge.
-        passive = bool(before and before[-1] == "by")
-        # Content words after it make the constant the subject only when none before it relate it to the answer
-        # already ("… that X is a kind of" vs "kinds of X does GO distinguish").
-        stated_before = any(w not in FUNCTION_WORDS and w not in RELATIVE_PRONOUNS for w in before)
-        subject = (
-            bool(before and before[-1] in RELATIVE_PRONOUNS) or (bool(after) and not stated_before) or passive
-        )
-        # "… that are parents of X": words for the broader end of a hierarchy turn the relation around.
-        inverse = any(w in INVERSE_WORDS for w in before_words)
-        return subject != inverse
 
 
 def nodes_of(plan: _Plan, type_name: str) -> np.ndarray:
@@ -350,11 +317,7 @@ def _longer_or_better(
     return found.score > chained[0]
 
 
-# What may stand between two coordinated names ("X and Y", "X, Y or Z", "both X and Y").
-COORDINATION = frozenset({"and", "or", "nor", "both", "either", "neither", "as", "well"})
 ALSO_WORDS = frozenset({"also", "too"})
-# Words claimed as an edge's name ("*modes of inheritance* of the diseases …") belong to the clause they relate.
-RELATION_WORDS = frozenset({EDGE_NAME})
 # Pronouns that stand for a node named earlier ("X: what depends on *it*?", "X genes - where do *their* products …")
 REFERRING_PRONOUNS = frozenset({"it", "its", "them", "their", "this", "they"})
 
@@ -368,12 +331,6 @@ def _referring_pronoun(text: QuestionText) -> int | None:
     """Where the question's one free pronoun stands, if it has one."""
     found = [i for i, t in enumerate(text.tokens) if t.lower in REFERRING_PRONOUNS and text.claimed[i] is None]
     return found[0] if len(found) == 1 else None
-
-
-def _types_the_name(text: QuestionText, mention: TypeMention, start: int) -> bool:
-    """ "the *package* X": a type word right before the name starting at `start` types it; it is no node on the
-    way."""
-    return mention.end <= start and all(w in ("the", "a", "an") for w in text.words(mention.end, start))
 
 
 def _types_in_order(positions: np.ndarray, node_types: np.ndarray) -> list[int]:

@@ -157,3 +157,24 @@ def hierarchy_depth(words: Sequence[str]) -> int:
 
 
 RELATIVE_PRONOUNS = frozenset({"that", "which", "who", "whom"})
+
+
+# Suffixes of English agent nouns: "*dependents* of X", "*regulators* of X", "*inhibitors* of X" name the side that
+# does what the verb says.
+REVERSING_WORDS = frozenset({"reverse", "reversed", "inverse", "backward", "backwards"})
+AGENT_NOUN_SUFFIXES = ("er", "ers", "or", "ors", "ent", "ents", "ant", "ants")
+
+
+def nominal_subject(words_before: Sequence[str], names_edge: Callable[[str], bool]) -> bool | None:
+    """ "the *dependencies of* X", "the *recommendations of* X": a noun made from an edge's verb, then "of", makes
+    X the edge's subject (X depends on them); an agent noun ("the *dependents of* X") makes X its object. None when
+    the words before X end otherwise, or the noun names a level of a hierarchy (read by the hierarchy words)."""
+    words = [w for w in words_before if w not in ("the", "a", "an")]
+    if len(words) < 2 or words[-1] != "of":
+        return None
+    noun = words[-2]
+    if not names_edge(noun) or is_level_noun(noun) or is_narrower_noun(noun) or noun in INVERSE_WORDS:
+        return None
+    patient = not noun.endswith(AGENT_NOUN_SUFFIXES)
+    # "the *reverse* dependencies of X": the other way round
+    return patient != (len(words) > 2 and words[-3] in REVERSING_WORDS)

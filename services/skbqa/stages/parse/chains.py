@@ -34,7 +34,7 @@ from skbqa.stages.parse.chain_words import (
     shares_the_node,
 )
 from skbqa.stages.parse.question_text import is_discourse_word
-from skbqa.stages.parse.relations import Hop, RelationOption, edge_text, stems
+from skbqa.stages.parse.relations import PLAIN_EDGE_BONUS, Hop, RelationOption, edge_text, is_plain, stems
 from skbqa.stages.parse.type_mentions import TypeMention, noun_lemma
 from skbqa.stores.graph.base import Direction, GraphStore
 
@@ -95,9 +95,15 @@ class ChainReader:
         """Edges between the two types that the part's words can mean, best first, as hops seen from the far side
         (the one nearer the constant)."""
         found: list[tuple[float, Hop]] = []
-        for edge in self.between(near_type, far_type):
+        edges = self.between(near_type, far_type)
+        evidence = [self.evidence(part.words, edge, vector) for edge in edges]
+        # words that name none of the edges ("phenotypes *occur in* diseases …") leave the plain edge the reading
+        unnamed = not any(lexical for lexical, _ in evidence)
+        for edge, (lexical, cosine) in zip(edges, evidence, strict=True):
             far_source = part.far_is_subject if near_type == far_type else edge.source == far_type
-            found.append((self.score(part.words, edge, vector), Hop(edge, far_source)))
+            plain = PLAIN_EDGE_BONUS if unnamed and is_plain(edge) else 0.0
+            score = LEXICAL_WEIGHT * lexical + COSINE_WEIGHT * cosine + plain
+            found.append((score, Hop(edge, far_source)))
         found.sort(key=lambda item: -item[0])
         return found
 
@@ -144,6 +150,13 @@ class ChainReader:
             parts_words[0] = parts_words[0] + after[split:]
             parts_words[-1] = before[cuts[-1] :] + after[:split]
             gap = relative = True
+        elif (not before[cuts[-1] :] or before[-1] in RELATIVE_PRONOUNS) and content_words(after):
+            # "the packages (*that*) X *recommends*", "the stuff X *depends on*": its one verb, with X its subject;
+            # "… that X is suggested *by*": a passive, whose agent is the nearer node (what follows is the main
+            # clause's: "which sections are [the packages that X is suggested by] *in*")
+            relative = True
+            if "by" in after:
+                parts_words[-1] = before[cuts[-1] :] + after[: after.index("by") + 1]
         shared = len(mentions) == 1 and shares_the_node(parts_words[0], parts_words[-1])
         if shared:
             # "genes that *share* a disease *with* X", "diseases with a phenotype *in common with* X": one relation

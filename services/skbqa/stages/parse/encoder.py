@@ -40,6 +40,7 @@ from skbqa.stages.parse.cues import TextCue, claim_text_cues
 from skbqa.stages.parse.existence import add_existence_triplets
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.relations import RelationChooser
+from skbqa.stages.parse.sentence_joins import drop_restated_aside, join_sentences, join_topic
 from skbqa.stages.parse.target_type import TargetTypeGuesser, TargetTypeReader
 from skbqa.stages.parse.type_mentions import (
     ARTICLES,
@@ -138,8 +139,16 @@ class EncoderParser:
         reading = reading or Reading()
         question, expanded = self._abbreviations.expand(query.question)
         question = self._one_type_pairs(question)
+        warnings = [f"{short!r} read as {word!r}" if word else f"{short!r} left out" for short, word in expanded]
+        restated = drop_restated_aside(question)
+        if restated is not None:
+            question = restated
+            warnings.append("an opening aside sets aside a node the question names again")
+        joined = join_sentences(question) or join_topic(question)
+        if joined is not None:
+            question = joined
+            warnings.append("the question's parts read as one question (a reference to what the first describes)")
         text = QuestionText.of(question, is_name=self._is_name if reading.head_noun else None)
-        warnings = [f"{short!r} read as {word!r}" for short, word in expanded]
         with query.stage("parse.target_type"):
             target_type, type_source = self._target.read(query, text, warnings, reading.head_noun)
         with query.stage("parse.constraints"):

@@ -11,7 +11,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-_TOKEN = re.compile(r"\w+")
+# "g++", "c++": a word's trailing pluses are part of it (inside a name, "libstdc++6", they stand between tokens)
+_TOKEN = re.compile(r"\w+(?:\+\+|\+)?(?![\w+])|\w+")
 _BOUNDARY_WORDS = frozenset({"and", "or", "but", "while", "whereas"})
 # A spaced dash sets off a clause as a colon does ("Kabuki syndrome 1 genes - where do their products …"); a dash
 # inside a word ("X-linked", "TSC1-TSC2") does not.

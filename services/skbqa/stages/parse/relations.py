@@ -30,11 +30,22 @@ LEXICAL_WEIGHT = 0.5
 TWO_HOP_PENALTY = 0.2  # prefer a direct edge: a two-hop reading is the fallback when the words fit it better
 AMBIGUITY_MARGIN = 0.05  # options this close both stay possible: the hop accepts either edge type
 _WORD = re.compile(r"[a-z0-9]+")
+# With no words of its own, a relation is read as the edge named only by its two types ("*phenotypes of* X" is
+# disease_has_phenotype, not disease_has_mode_of_inheritance): by more than AMBIGUITY_MARGIN.
+PLAIN_EDGE_BONUS = 0.1
+_LINKING_WORDS = frozenset({"has", "have", "with", "of", "to", "in"})
 
 
 def stems(text: str) -> set[str]:
     """Crude stems (first 5 letters) of content words: "participating" ~ "participates", "subtypes" ~ "subtype"."""
     return {w[:5] for w in _WORD.findall(text.lower()) if w not in FUNCTION_WORDS and len(w) > 2}
+
+
+def is_plain(edge: EdgeType) -> bool:
+    """Whether the edge's name says nothing but its two types ("disease_has_phenotype"), between two types."""
+    words = set(_WORD.findall(edge.name.replace("_", " ").lower()))
+    types = set(_WORD.findall(f"{edge.source} {edge.target}".replace("_", " ").lower()))
+    return edge.source != edge.target and not (words - types - FUNCTION_WORDS - _LINKING_WORDS)
 
 
 def edge_text(edge: EdgeType) -> str:
@@ -135,12 +146,18 @@ class RelationChooser:
         vectors = self._vectors()
         words = stems(phrase)
         scored: list[tuple[float, int, RelationOption]] = []
+        # words that name none of the options' edges leave the plain edge the reading ("what traits does X have")
+        unnamed = not any(
+            set().union(*(self._edge_stems[index[id(h.edge)]] for h in option.hops)) & words for option in options
+        )
         for order, option in enumerate(options):
             rows = [index[id(h.edge)] for h in option.hops]
             cosine = float(np.mean(vectors[rows] @ phrase_vector)) if phrase_vector is not None else 0.0
             shared = set().union(*(self._edge_stems[r] for r in rows)) & words
             lexical = len(shared) / max(1, len(words))
             score = cosine + LEXICAL_WEIGHT * lexical - TWO_HOP_PENALTY * (len(option.hops) - 1)
+            if unnamed and all(is_plain(h.edge) for h in option.hops):
+                score += PLAIN_EDGE_BONUS
             if graph is not None and constant_nodes is not None and constant_nodes.size:
                 first = option.hops[0]
                 direction: Direction = "out" if first.from_constant_side else "in"

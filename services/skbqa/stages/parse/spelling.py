@@ -63,6 +63,15 @@ def word_classes(word: str) -> frozenset[str]:
     return frozenset(getAllLemmas(word))
 
 
+@lru_cache(maxsize=8192)
+def is_plain_verb(word: str) -> bool:
+    """Whether English reads the word as a verb's plain present form ("hold", "provide"), as after a plural
+    subject."""
+    from lemminflect import getAllLemmas
+
+    return word in getAllLemmas(word).get("VERB", ())
+
+
 def is_english(word: str) -> bool:
     """Whether lemminflect's English tables know the word in any part of speech."""
     return bool(word_classes(word))

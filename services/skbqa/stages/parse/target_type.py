@@ -25,10 +25,9 @@ from skbqa.stages.parse.constants import ConstantSpotter
 from skbqa.stages.parse.edge_word_target import EdgeWordTarget
 from skbqa.stages.parse.head_noun_limits import HeadNounLimits
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
-from skbqa.stages.parse.type_descriptions import agent_types, place_types
+from skbqa.stages.parse.sibling_questions import sibling_type
 from skbqa.stages.parse.type_mentions import (
     ARTICLES,
-    PREPOSITIONS,
     TypeMention,
     TypeVocabulary,
     choose_target,
@@ -37,13 +36,13 @@ from skbqa.stages.parse.type_mentions import (
     qualifies_another,
 )
 from skbqa.stages.parse.type_synonyms import COPULAS, HeadNoun, TypeSynonyms
+from skbqa.stages.parse.wh_words import PLACE_QUESTION_WORDS, WhWordTypes
 from skbqa.stores.index import IndexStores
 from skbqa.stores.lexicon import NameLexicon
 
 TargetTypeGuesser = Callable[[QueryContext], str | None]
 DO_FORMS = frozenset({"do", "does", "did"})
-MIN_CLOSING_WORDS = 4
-MIN_HOW_WORDS = 5  # "how are the disorders … inherited": how, a copula, a subject, more, a verb  # "… maintained by whom": a question this long that ends in a wh-word
+MIN_HOW_WORDS = 5  # "how are the disorders … inherited": how, a copula, a subject, more, a verb
 # An edge meant by the question's free words must be this close to them, and this much closer than any edge that
 # leads to another type.
 MEANING_MIN_COSINE = 0.35
@@ -73,8 +72,7 @@ class TargetTypeReader:
         self._types = types
         self._constants = constants
         self._edge_words = EdgeWordTarget(self._schema)
-        self._agents = agent_types(self._schema)
-        self._places = place_types(self._schema)
+        self._wh_words = WhWordTypes(self._schema)
         self._guess_target_type = guess_target_type
         self._context_words = context_words
         self._edge_index = {id(e): i for i, e in enumerate(self._schema.edge_types)}
@@ -88,10 +86,14 @@ class TargetTypeReader:
         which of the three it was."""
         mentions = self._types.mentions(text)
         spans = self._constants.name_spans(text) if head_noun else []
-        closing = self._asked_at_the_end(text) if head_noun else None
+        closing = self._wh_words.asked_at_the_end(text) if head_noun else None
         if closing is not None:
             warnings.append(f"target type {closing[0]!r}: the question ends asking {closing[1]!r}")
             return closing[0], "synonym"
+        person = self._wh_words.asked_at_the_start(text) if head_noun else None
+        if person is not None:
+            warnings.append(f"target type {person!r}: 'who' with a copula asks for a person or team")
+            return person, "synonym"
         how = self._how_is_question(query, text, mentions) if head_noun else None
         if how is not None:
             warnings.append(f"target type {how!r}: how the subject is what the question's last verb says")
@@ -101,6 +103,14 @@ class TargetTypeReader:
             warnings.append(f"target type {by_object!r}: what the question's last verb reaches from its subject")
             return by_object, "relation"
         chosen = choose_target(text, mentions, spans) if head_noun else (mentions[0] if mentions else None)
+        siblings = (
+            sibling_type(text, self._schema, self._types_named(text, spans), (m.type_name for m in mentions))
+            if head_noun and (chosen is None or not heads_question(text, chosen, spans))
+            else None
+        )
+        if siblings is not None:
+            warnings.append(f"target type {siblings!r}: the question asks for others like the named {siblings}")
+            return siblings, "relation"
         head = self._synonyms.head_noun(text, spans) if head_noun else None
         level, head = (head, None) if head is not None and head.level else (None, head)
         at_head = next((m for m in mentions if head is not None and m.start <= head.start < m.end), None)
@@ -179,7 +189,11 @@ class TargetTypeReader:
             if by_edge is not None:
                 warnings.append(f"target type {by_edge!r}: the question's words name an edge that reaches it")
                 return by_edge, "relation"
-        asked = self._asked_by_wh_word(text, chosen, spans) if head_noun else None
+        asked = (
+            self._wh_words.asked_by_wh_word(text, chosen, spans, self._types_named(text, spans), mentions)
+            if head_noun
+            else None
+        )
         meant: str | None = None
         if asked is not None and asked[1] in PLACE_QUESTION_WORDS:
             # a verb that clearly means one edge says which place ("where is the book *kept*": its shelf)
@@ -290,42 +304,6 @@ class TargetTypeReader:
             return None
         return far
 
-    def _asked_by_wh_word(
-        self, text: QuestionText, chosen: TypeMention | None, spans: list[tuple[int, int]]
-    ) -> tuple[str, str] | None:
-        """ "*Who* looks after X?", "… maintained by *whom*?": the one type whose nodes are persons or teams;
-        "*Where* does X localize?": the one type whose nodes are places. Only when no type word heads the question,
-        for a wh-word that asks (a relative "who" or "where" after a noun asks nothing), and for a type an edge
-        joins to the named nodes. Returns the type and the wh-word."""
-        if chosen is not None and heads_question(text, chosen, spans):
-            return None
-        named = self._types_named(text, spans)
-        for question_words, types in ((AGENT_QUESTION_WORDS, self._agents), (PLACE_QUESTION_WORDS, self._places)):
-            if len(types) != 1:
-                continue
-            (asked,) = types
-            if named and not any(
-                {e.source, e.target} & named and asked in (e.source, e.target) for e in self._schema.edge_types
-            ):
-                continue
-            for i, token in enumerate(text.tokens):
-                if token.lower in question_words and (
-                    i == 0 or text.boundary_before(i) or text.tokens[i - 1].lower in PREPOSITIONS
-                ):
-                    return asked, token.lower
-        return None
-
-    def _asked_at_the_end(self, text: QuestionText) -> tuple[str, str] | None:
-        """ "the packages suggested by mutt are maintained *by whom*?", "… are filed *where*": a wh-word that ends
-        the question asks, whatever the question opens with (a relative one never ends it)."""
-        words = text.words(0, len(text))
-        if len(words) < MIN_CLOSING_WORDS:
-            return None
-        for question_words, types in ((AGENT_QUESTION_WORDS, self._agents), (PLACE_QUESTION_WORDS, self._places)):
-            if words[-1] in question_words and len(types) == 1:
-                return next(iter(types)), words[-1]
-        return None
-
     @staticmethod
     def _take_synonym(
         text: QuestionText,
@@ -370,8 +348,6 @@ class TargetTypeReader:
         return found
 
 
-AGENT_QUESTION_WORDS = frozenset({"who", "whom", "whoever"})
-PLACE_QUESTION_WORDS = frozenset({"where", "whereabouts"})
 RELATIVE_PRONOUNS = frozenset({"that", "which", "who", "whom", "whose", "where"})
 
 

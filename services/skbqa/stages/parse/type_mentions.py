@@ -123,8 +123,9 @@ def head_word_forms(schema: Schema) -> list[tuple[tuple[str, ...], str]]:
     return found
 
 
-# Words that introduce an unnamed node: "maintain *a* source that …", "tags that *any* library …"
-INTRODUCERS = frozenset({"a", "an", "any", "some", "another", "one"})
+# Words that introduce an unnamed node: "maintain *a* source that …", "tags that *any* library …", "built from
+# the *same* source as X"
+INTRODUCERS = frozenset({"a", "an", "any", "some", "another", "one", "same"})
 
 
 class TypeVocabulary:

@@ -19,6 +19,7 @@ from skbqa.query.encoder import Encoder
 from skbqa.skb.schema import Schema
 from skbqa.stages.parse.chain_words import names_level, names_narrower
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
+from skbqa.stages.parse.spelling import is_plain_verb
 from skbqa.stages.parse.type_descriptions import (
     GENERIC_NOUNS,
     MIN_NOUN_CHARS,
@@ -67,6 +68,7 @@ class TypeSynonyms:
         self._usage = usage
         self._names = [t.name for t in schema.node_types]
         self._name_texts = [t.name.replace("_", " ").replace("/", " or ") for t in schema.node_types]
+        self._type_words = {w for text in self._name_texts for w in text.split()}
         self._described = description_nouns(schema)
         self._opening = description_heads(schema)
         self._vectors: np.ndarray | None = None
@@ -140,10 +142,27 @@ class TypeSynonyms:
                 continue
             nouns = [(k, lemma) for k, lemma in nouns if words[k] not in GENERIC_NOUNS]
             plural = [(k, lemma) for k, lemma in plural if words[k] not in GENERIC_NOUNS]
+            lemma_at = dict(plural)
+            plural_at = set(lemma_at)
             # A compound's head is its last noun ("games section *packages*", "OMIM-catalogued *disorders*"); the
-            # compound ends at the first word after a plural that is no noun ("*genes* encode components of …").
+            # compound ends at the first word after a plural that is no noun ("*genes* encode components of …"),
+            # or that is a plain verb between a type word's plural and another plural ("*sections* hold packages";
+            # "games section packages" is one compound).
             run_end = (
-                next((k for k in range(plural[0][0] + 1, end) if noun_lemma(words[k]) is None), end)
+                next(
+                    (
+                        k
+                        for k in range(plural[0][0] + 1, end)
+                        if noun_lemma(words[k]) is None
+                        or (
+                            k - 1 in plural_at
+                            and k + 1 in plural_at
+                            and lemma_at.get(k - 1) in self._type_words
+                            and is_plain_verb(words[k])
+                        )
+                    ),
+                    end,
+                )
                 if plural
                 else end
             )
