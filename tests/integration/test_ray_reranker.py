@@ -28,6 +28,7 @@ from skbqa.models.openai_chat import LlmSettings, OpenAIChatModel
 from skbqa.query.context import Candidate, QueryContext
 from skbqa.query.structured import StructuredQuery, Symbol, Triplet
 from skbqa.stages.rerank.base import RerankOutcome
+from skbqa.stages.rerank.ray_fallback import RayOrInProcess
 from skbqa.stages.rerank.ray_serve import (
     RayRerankerSettings,
     RayServeReranker,
@@ -45,6 +46,7 @@ pytestmark = [pytest.mark.ray, pytest.mark.timeout(240)]
 
 LOCAL_APP = "skbqa-reranker-test-local"
 LLM_APP = "skbqa-reranker-test-pointwise"
+DOOMED_APP = "skbqa-reranker-test-doomed"  # deleted and deployed again by the fallback test
 K = 20
 TOPICS = [
     ("protein structure prediction", "Attention models predict protein structure and folding from sequence."),
@@ -267,6 +269,60 @@ def test_served_pointwise_order_equals_the_in_process_order_on_two_replicas(
     assert positions(got.candidates)[0] == favourite  # the fake LLM's 1.0 moved it to the top
     assert positions(got.candidates) == positions(want.candidates)
     assert got.usage["prompts"] == len(case.candidates) and got.note == ""
+
+
+# ------------------------------------------------------------------------------ Ray gone: the in-process twin
+
+
+def test_with_its_app_gone_the_reranker_answers_in_process_then_on_ray_again(
+    ray_local: None,
+    index_dir: Path,
+    stores: IndexStores,
+    onnx_encoder: Any,
+    cases: list[Case],
+    expected: list[RerankOutcome],
+) -> None:
+    """`RayOrInProcess` over a real handle: on Ray while the app answers; the app deleted (its replicas gone,
+    as when Ray is killed) → the next call is answered in process within seconds, the same ranking, flagged
+    degraded; the app deployed again → back on Ray through the same handle."""
+    from ray import serve
+
+    app = RayRerankerSettings("local", batch_wait_timeout_s=0.0, num_cpus=0.25, app_name=DOOMED_APP)
+    handle = deploy_reranker(index_dir, app)
+    reranker = RayOrInProcess(build_reranker("local", stores), probe_every_s=0.5, probe_timeout_s=2.0)
+    reranker.attach(RayServeReranker(handle, "local", timeout_s=30))
+    try:
+        assert _eventually(lambda: reranker.on_ray, 30)
+
+        def check(case: Case, want: RerankOutcome, degraded: bool) -> float:
+            started = time.monotonic()
+            got = reranker.rerank(QueryContext(case.question, onnx_encoder), case.parsed, case.candidates)
+            assert positions(got.candidates) == positions(want.candidates), case.question
+            assert bool(got.degraded) == degraded, got.degraded
+            return time.monotonic() - started
+
+        check(cases[0], expected[0], degraded=False)
+        serve.delete(DOOMED_APP)
+        fell_back_s = check(cases[1], expected[1], degraded=True)
+        print(f"first call after the app was deleted: answered in process after {fell_back_s:.2f} s")
+        assert fell_back_s < 10.0  # not the call's own 30 s wait
+        assert not reranker.on_ray
+        check(cases[2], expected[2], degraded=True)
+        deploy_reranker(index_dir, app)
+        assert _eventually(lambda: reranker.on_ray, 60)
+        check(cases[3], expected[3], degraded=False)
+    finally:
+        reranker.close()
+        serve.delete(DOOMED_APP)
+
+
+def _eventually(condition: Any, within_s: float) -> bool:
+    end = time.monotonic() + within_s
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return bool(condition())
 
 
 # ---------------------------------------------------------------------------------------------------- batching

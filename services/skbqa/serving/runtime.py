@@ -5,8 +5,12 @@ Serve). Heavy clients are imported only when their adapter is asked for."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from skbqa.common.errors import IndexStoreError, InvalidInputError
@@ -20,6 +24,15 @@ from skbqa.serving.settings import ServiceSettings, stages_of
 from skbqa.serving.stages.core import StageRuntime
 from skbqa.stages.rerank.base import Reranker
 from skbqa.stores.index import IndexStores, open_index
+
+if TYPE_CHECKING:
+    from skbqa.stages.rerank.ray_fallback import RayOrInProcess
+
+logger = logging.getLogger(__name__)
+
+LOCAL_RAY_WAIT_S = 5.0  # a call to the `local` app: well under the 30 s request deadline, ~1000x its work
+ATTACH_RETRY_FIRST_S = 5.0
+ATTACH_RETRY_MAX_S = 60.0
 
 
 def build_encoder(settings: ServiceSettings, stores: IndexStores) -> Encoder:
@@ -93,20 +106,65 @@ def build_runtime(settings: ServiceSettings, encoder: Encoder | None = None) -> 
     runtime = StageRuntime(stores, encoder, strategies)
     # the reranker's process (alone or co-located with ranking); `all` keeps step 8 in process
     if settings.ray_address and settings.role != "all" and "reranker" in stages_of(settings.role):
-        runtime.af.rerank.use(ray_rerankers(settings))
+        runtime.af.rerank.use(ray_rerankers(settings, runtime.af.rerank.rerankers))
     return runtime
 
 
-def ray_rerankers(settings: ServiceSettings) -> dict[str, Reranker]:
-    """Step 8 on Ray Serve: the `local` reranker (and the LLM rerankers with an LLM) as Serve deployments with
-    `@serve.batch`. `ray_address` "local" starts a Ray instance owned by this process (2 CPUs, no dashboard);
-    anything else connects to that cluster."""
+def ray_rerankers(settings: ServiceSettings, in_process: Mapping[str, Reranker]) -> dict[str, Reranker]:
+    """Step 8 on Ray Serve, each reranker backed by its in-process twin (`RayOrInProcess`): the service answers,
+    flagged degraded, whenever Ray is not answering. Returns at once: Ray starts (or is connected to) and the apps
+    deploy in a background thread, so the service is ready — serving in process — without waiting for Ray,
+    whose start takes 5–120 s on a busy machine (docs/faults.md)."""
+    from skbqa.stages.rerank.ray_fallback import RayOrInProcess
 
+    names = ["local"]
+    if settings.llm:
+        from skbqa.stages.rerank.registry import LLM_RERANKERS
+
+        names += list(LLM_RERANKERS)
+    on_degraded = _degraded_counter()
+    rerankers = {
+        name: RayOrInProcess(in_process[name], on_degraded=on_degraded) for name in names if name in in_process
+    }
+    attach = threading.Thread(target=attach_ray, args=(settings, rerankers), name="ray-attach", daemon=True)
+    attach.start()
+    return dict(rerankers)
+
+
+def attach_ray(settings: ServiceSettings, rerankers: Mapping[str, RayOrInProcess]) -> None:
+    """Start or connect to Ray and deploy (or find) each reranker's app, then hand the rerankers their Ray path;
+    retried with backoff until it works (a cluster's apps may be deployed after this service starts). Never
+    returns (a daemon thread, see the end)."""
+    delay = ATTACH_RETRY_FIRST_S
+    while True:
+        try:
+            handles = ray_handles(settings, list(rerankers))
+            break
+        except Exception:  # Ray's start and Serve's deploy raise many unrelated types; all mean "not yet"
+            logger.exception("Ray not attached; serving step 8 in process, trying again in %.0f s", delay)
+            time.sleep(delay)
+            delay = min(delay * 2, ATTACH_RETRY_MAX_S)
+    from skbqa.stages.rerank.ray_serve import DEFAULT_TIMEOUT_S, RayServeReranker
+
+    for name, handle in handles.items():
+        # `local` answers in milliseconds: a short wait bounds a call on a stuck Ray even before the watcher
+        # marks it down. The LLM rerankers keep the long wait their own deadline needs.
+        timeout = LOCAL_RAY_WAIT_S if name == "local" else DEFAULT_TIMEOUT_S
+        rerankers[name].attach(RayServeReranker(handle, name, timeout_s=timeout))
+    logger.info("Ray attached: %s", ", ".join(handles))
+    # This thread must outlive the service: Ray starts its node processes (gcs_server, raylet) with
+    # PR_SET_PDEATHSIG, which Linux fires when the *thread* that forked them ends, not the process — a returning
+    # thread would take the private Ray down with it (seen: every service lost its Ray ~1 min after the start).
+    threading.Event().wait()
+
+
+def ray_handles(settings: ServiceSettings, names: list[str]) -> dict[str, Any]:
+    """The reranker apps' handles by name. `ray_address` "local" starts a Ray instance owned by this process
+    (2 CPUs, no dashboard) and deploys the apps there; anything else connects to that cluster's apps."""
     import ray
 
     from skbqa.stages.rerank.ray_serve import (
         RayRerankerSettings,
-        RayServeReranker,
         connect_reranker,
         deploy_reranker,
         start_local_ray,
@@ -119,22 +177,28 @@ def ray_rerankers(settings: ServiceSettings) -> dict[str, Reranker]:
         else:
             ray.init(address=settings.ray_address, log_to_driver=False)
     llm = None
-    names = ["local"]
     if settings.llm:
         from skbqa.models.openai_chat import LlmSettings
-        from skbqa.stages.rerank.registry import LLM_RERANKERS
 
         llm = LlmSettings.from_env()
-        names += list(LLM_RERANKERS)
-    rerankers: dict[str, Reranker] = {}
+    handles: dict[str, Any] = {}
     for name in names:
         app_name = f"skbqa-reranker-{name}"
         if local:
             # a short batch window: a lone request should not wait long for company (docs/ray.md)
             app = RayRerankerSettings(reranker=name, app_name=app_name, num_cpus=0.5, batch_wait_timeout_s=0.002)
-            handle = deploy_reranker(settings.index, app, llm=llm)
+            handles[name] = deploy_reranker(settings.index, app, llm=llm)
         else:
             # a shared cluster owns its apps (KubeRay serveConfigV2, or `serve deploy`): only connect
-            handle = connect_reranker(app_name, address=settings.ray_address or "auto")
-        rerankers[name] = RayServeReranker(handle, name)
-    return rerankers
+            handles[name] = connect_reranker(app_name, address=settings.ray_address or "auto")
+    return handles
+
+
+def _degraded_counter() -> Callable[[], None] | None:
+    """Counts step 8 answered in process as `skbqa_errors_total{stage="reranker", kind="degraded"}`, as a
+    degraded encoder or vector store is counted; None without prometheus-client."""
+    try:
+        metrics = get_metrics()
+    except MetricsUnavailableError:
+        return None
+    return lambda: metrics.count_error("reranker", "degraded")

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skbqa.common.errors import InvalidInputError, clip
+from skbqa.common.errors import BackendUnavailableError, InvalidInputError, clip
 from skbqa.models.chat import ChatModel
 from skbqa.models.openai_chat import LlmSettings
 from skbqa.query.context import Candidate, QueryContext
@@ -45,6 +45,11 @@ BATCH_HISTORY = 1024  # batch sizes a replica remembers for describe(); enough t
 # The default wait covers the LLM rerankers' own deadline plus the hop, so their "best order so far" arrives.
 DEFAULT_DEADLINE_SLACK_S = 5.0
 DEFAULT_TIMEOUT_S = DEFAULT_DEADLINE_SECONDS + DEFAULT_DEADLINE_SLACK_S
+ABANDON_POLL_S = 0.1  # how soon a call waiting on Ray notices that Ray was found gone (see `try_rerank`)
+
+
+class RayCallError(BackendUnavailableError):
+    """A call to the reranker app got no usable reply: timed out, failed in Ray, or the reply was invalid."""
 
 
 @dataclass(frozen=True)
@@ -313,20 +318,39 @@ class RayServeReranker:
     def rerank(
         self, query: QueryContext, parsed: StructuredQuery | None, candidates: list[Candidate]
     ) -> RerankOutcome:
+        try:
+            return self.try_rerank(query, parsed, candidates)
+        except RayCallError as exc:
+            return RerankOutcome(list(candidates), note=str(exc))
+
+    def try_rerank(
+        self,
+        query: QueryContext,
+        parsed: StructuredQuery | None,
+        candidates: list[Candidate],
+        *,
+        abandon: threading.Event | None = None,
+    ) -> RerankOutcome:
+        """As `rerank`, but no usable reply raises `RayCallError` (its message: `rerank`'s note), for a caller
+        with another way to rerank; `abandon` set (Ray found gone, `ray_fallback`) ends the wait at once."""
         request = RerankRequest.build(query, parsed, candidates)
         timeout = self.wait_seconds(query.options)
         with query.stage("rerank_ray"):
-            reply = self._call(request, timeout)
+            reply = self._call(request, timeout, abandon)
         if isinstance(reply, str):
-            return RerankOutcome(list(candidates), note=reply)
+            raise RayCallError(reply)
         if reply.invalid_input is not None:
             raise InvalidInputError(reply.invalid_input, reranker=self.name)
         ranked = reorder(candidates, reply)
         if isinstance(ranked, str):
-            return RerankOutcome(list(candidates), note=f"ray: invalid reply ({ranked})")
+            raise RayCallError(f"ray: invalid reply ({ranked})")
         for stage, seconds in reply.timings.items():
             query.timings[stage] = query.timings.get(stage, 0.0) + seconds
         return RerankOutcome(ranked, reply.note, dict(reply.usage))
+
+    def probe(self, timeout_s: float) -> None:
+        """Raises unless a replica answers `describe` within `timeout_s`: the whole path (router, replica) works."""
+        self._handle.describe.remote().result(timeout_s=timeout_s)  # a late one only costs the replica a dict
 
     def wait_seconds(self, options: Mapping[str, Any]) -> float:
         deadline = options.get(DEADLINE_OPTION)
@@ -339,17 +363,30 @@ class RayServeReranker:
             return float(deadline) + self._slack_s
         return self._timeout_s  # an unusable deadline is the replica's to refuse, not this wait's
 
-    def _call(self, request: RerankRequest, timeout: float) -> RerankResponse | str:
+    def _call(
+        self, request: RerankRequest, timeout: float, abandon: threading.Event | None = None
+    ) -> RerankResponse | str:
         """The reply, or a note saying why there is none."""
         started = time.monotonic()
         response = None
         try:
             response = self._handle.rerank.remote(request)
-            return response.result(timeout_s=timeout)  # type: ignore[no-any-return]
+            if abandon is None:
+                return response.result(timeout_s=timeout)  # type: ignore[no-any-return]
+            # In slices, so that a Ray found dead meanwhile ends the wait now rather than at its end.
+            while True:
+                left = timeout - (time.monotonic() - started)
+                if abandon.is_set() or left <= 0:
+                    raise TimeoutError
+                try:
+                    return response.result(timeout_s=min(ABANDON_POLL_S, left))  # type: ignore[no-any-return]
+                except TimeoutError:
+                    continue
         except TimeoutError:
             if response is not None:
                 response.cancel()  # best effort: frees the replica's slot if the request has not started
-            return f"ray timeout after {time.monotonic() - started:.2f} s"
+            gone = " (Ray stopped answering)" if abandon is not None and abandon.is_set() else ""
+            return f"ray timeout after {time.monotonic() - started:.2f} s{gone}"
         except Exception as exc:  # Ray's errors (dead replica, back-pressure, cancelled) have no common base
             logger.warning("ray rerank call failed: %s", exc)
             return f"ray error: {type(exc).__name__}: {_first_line(exc)}"

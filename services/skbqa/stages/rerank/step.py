@@ -15,6 +15,12 @@ from skbqa.stages.rerank.base import Reranker
 from skbqa.stores.index import IndexStores
 
 
+def rerank_degraded(name: str, reason: str) -> dict[str, str]:
+    """The `degraded` note of an answer whose step 8 ran in process because its backend (Ray) was unavailable;
+    the ranking is the one the backend would have given (same reranker, same index)."""
+    return {"reason": reason.splitlines()[0], "stage": "rerank", "answered_by": f"{name} reranker in process"}
+
+
 class RerankStep:
     def __init__(
         self, stores: IndexStores, chat: ChatModel | None, rerankers: Mapping[str, Reranker] | None = None
@@ -54,4 +60,8 @@ class RerankStep:
             query.notes["rerank"] = outcome.note
         if outcome.usage:
             query.notes["rerank_usage"] = outcome.usage
+        if outcome.degraded:
+            # The same key a lost encoder server sets (serving/degrade.py): the API's `degraded` flag reads it.
+            # `setdefault`: a request already degraded earlier keeps the first reason.
+            query.notes.setdefault("degraded", rerank_degraded(reranker.name, outcome.degraded))
         return outcome.candidates + candidates[head:]
