@@ -41,11 +41,35 @@ SCHEMA = {
     ],
 }
 NODES = [
-    {"id": 1, "type": "module", "name": "alpha-core", "text": "the core runtime"},
-    {"id": 2, "type": "module", "name": "beta-net", "text": "network sockets"},
-    {"id": 3, "type": "module", "name": "gamma-ui", "text": "widgets for windows"},
-    {"id": 4, "type": "module", "name": "delta-log", "text": "structured logging"},
-    {"id": 5, "type": "module", "name": "epsilon-db", "text": "a database driver"},
+    {
+        "id": 1,
+        "type": "module",
+        "name": "alpha-core",
+        "attrs": {"is_deprecated": False},
+        "text": "the core runtime",
+    },
+    {"id": 2, "type": "module", "name": "beta-net", "attrs": {"is_deprecated": True}, "text": "network sockets"},
+    {
+        "id": 3,
+        "type": "module",
+        "name": "gamma-ui",
+        "attrs": {"is_deprecated": False},
+        "text": "widgets for windows",
+    },
+    {
+        "id": 4,
+        "type": "module",
+        "name": "delta-log",
+        "attrs": {"is_deprecated": True},
+        "text": "structured logging",
+    },
+    {
+        "id": 5,
+        "type": "module",
+        "name": "epsilon-db",
+        "attrs": {"is_deprecated": False},
+        "text": "a database driver",
+    },
     {"id": 6, "type": "author", "name": "Ines Park", "text": "writes networking code"},
     {"id": 7, "type": "author", "name": "Tomas Berg", "text": "writes user interfaces"},
     {"id": 8, "type": "license", "name": "Permissive-2", "text": "a permissive licence"},
@@ -229,3 +253,31 @@ def test_someone_stands_for_an_unnamed_node(engine: EmbeddedEngine) -> None:
 def test_a_type_word_after_a_name_does_not_break_a_coordination(engine: EmbeddedEngine) -> None:
     parsed = parse(engine, "which modules do the gamma-ui module and the delta-log module both import")
     assert edges(parsed) == {("c1", "imports", "y"), ("c2", "imports", "y")}
+
+
+def test_what_a_name_has_several_of_is_its_n() -> None:
+    assert join_sentences("gamma-ui has several direct imports. who wrote them?") == (
+        "who wrote the direct imports of gamma-ui?"
+    )
+
+
+def test_whoever_inside_a_question_is_someone_who(engine: EmbeddedEngine) -> None:
+    parsed = parse(engine, "which modules are written by whoever wrote epsilon-db")
+    assert parsed.target_type == "module"
+    assert edges(parsed) == {("c1", "written_by", "m1"), ("y", "written_by", "m1")}
+
+
+def test_a_yes_or_no_attribute_named_by_its_word_and_negated(engine: EmbeddedEngine) -> None:
+    def flags(question: str) -> list[tuple[str, str, object]]:
+        return [(c.attribute, c.op, c.value) for c in parse(engine, question).constraints]
+
+    assert flags("deprecated modules that import alpha-core") == [("is_deprecated", "=", "true")]
+    assert flags("modules importing alpha-core that are not deprecated") == [("is_deprecated", "=", "false")]
+    assert top(engine, "modules importing alpha-core that are not deprecated", 1) == {3}
+
+
+def test_a_start_or_end_of_a_name_said_outright(engine: EmbeddedEngine) -> None:
+    parsed = parse(engine, "which modules whose name starts with delta import beta-net")
+    assert [(c.attribute, c.op, c.value) for c in parsed.constraints] == [("name", "STARTS WITH", "delta")]
+    assert edges(parsed) == {("y", "imports", "c1")}
+    assert top(engine, "modules whose name ends with -ui", 1) == {3}

@@ -35,6 +35,9 @@ _POSSESSIVE = re.compile(r"['’]s (?:[a-z]+ )?$")  # "mutt's deps", "mutt's har
 _OF_NEXT = re.compile(r"\s+of\s")  # "*deps* of mutt": a word before "of" and a name says what of the name is asked
 # English phrases that join the parts of a question and name nothing ("depends on X and on Y *at the same time*"):
 # read as "both"'s sense, which the coordination already states, so they are dropped.
+# "maintained by *whoever* maintains X": a free relative inside the question is someone who does it, not a question
+# for persons (which "whoever" opening the question is).
+_FREE_WHOEVER = re.compile(r"(?<=\w)(\s+)whoever\b", re.IGNORECASE)
 IDIOMS = re.compile(r"\b(?:at the same time|all at once|at once)\b", re.IGNORECASE)
 _TOKEN = re.compile(r"(?<![\w.:/_-])[a-z]{3,}(?![\w.:/_-])")
 
@@ -105,6 +108,9 @@ class Abbreviations:
         if idiom is not None:
             done.append((idiom.group(), ""))
             question = IDIOMS.sub(" ", question)
+        if _FREE_WHOEVER.search(question):
+            done.append(("whoever", "someone who"))
+            question = _FREE_WHOEVER.sub(r"\1someone who", question)
         expanded = _TOKEN.sub(replace, question)
         return expanded, done
 

@@ -19,10 +19,13 @@ from dataclasses import dataclass
 
 from skbqa.query.structured import AttributeConstraint, Operator
 from skbqa.stages.parse.abbreviations import abbreviates
+from skbqa.stages.parse.boolean_values import BooleanSpotter
 from skbqa.stages.parse.code_values import CodeValueSpotter
 from skbqa.stages.parse.family_prefixes import FamilyPrefixSpotter
 from skbqa.stages.parse.question_text import QuestionText, is_discourse_word
 from skbqa.stages.parse.spelling import is_english
+from skbqa.stages.parse.spotted import SpottedConstraint
+from skbqa.stages.parse.stated_affixes import AffixSpotter
 from skbqa.stages.parse.type_mentions import plural
 from skbqa.stages.parse.url_hosts import UrlHostSpotter
 from skbqa.stores.attributes.catalog import AttributeCatalog
@@ -107,13 +110,6 @@ def _range_labels(key: str, description: str, nouns: tuple[str, ...]) -> list[tu
 
 
 @dataclass(frozen=True)
-class _Found:
-    constraint: AttributeConstraint
-    start: int
-    end: int
-
-
-@dataclass(frozen=True)
 class _Vocabulary:
     key: str
     label: tuple[str, ...]
@@ -133,6 +129,8 @@ class AttributeSpotter:
         self._year_key: dict[str, str | None] = {}  # the one year-valued (or date) attribute of a type, if unique
         self._codes = CodeValueSpotter(catalog, symbol)
         self._hosts = UrlHostSpotter(catalog, symbol)
+        self._booleans = BooleanSpotter(catalog, symbol, is_name)
+        self._affixes = AffixSpotter(catalog, symbol)
         self._families = FamilyPrefixSpotter(catalog, symbol, is_name)
 
     def prepare(self, node_type: str) -> None:
@@ -171,17 +169,21 @@ class AttributeSpotter:
         self._year_key[node_type] = years[0] if len(years) == 1 else None
         self._codes.columns(node_type)
         self._hosts.columns(node_type)
+        self._booleans.columns(node_type)
+        self._affixes.labels(node_type)
         self._families.columns(node_type)
 
     def __call__(self, text: QuestionText, node_type: str, *, bare: bool = True) -> list[AttributeConstraint]:
         """`bare`: whether a value written without its attribute's name counts ("written in *English*")."""
         self._prepare(node_type)
-        found: list[_Found] = []
+        found: list[SpottedConstraint] = []
         # before the vocabularies: "EC 2.7.10" is no stored "2.7.-.-", "metacpan.org" no stored address
         spans = [(m.constraint, m.start, m.end) for m in self._codes(text, node_type)]
         spans += [(m.constraint, m.start, m.end) for m in self._hosts(text, node_type)]
+        spans += [(m.constraint, m.start, m.end) for m in self._booleans(text, node_type)]
+        spans += [(m.constraint, m.start, m.end) for m in self._affixes(text, node_type)]
         for constraint, start, end in spans:
-            found.append(_Found(constraint, start, end))
+            found.append(SpottedConstraint(constraint, start, end))
             text.claim(start, end, "attribute")
         for vocabulary in self._vocabularies[node_type]:
             hit = self._labelled_value(text, vocabulary.label, vocabulary.values, vocabulary.key)
@@ -192,7 +194,7 @@ class AttributeSpotter:
                 found.append(hit)
                 text.claim(hit.start, hit.end, "attribute")
         for family in self._families(text, node_type):  # "*TLR* genes", after the values ("*OMIM* diseases")
-            found.append(_Found(family.constraint, family.start, family.end))
+            found.append(SpottedConstraint(family.constraint, family.start, family.end))
             text.claim(family.start, family.end, "attribute")
         for key, label in self._ranges[node_type]:
             if any(f.constraint.attribute == key for f in found):
@@ -209,7 +211,7 @@ class AttributeSpotter:
                 text.claim(hit.start, hit.end, "attribute")
         return [f.constraint for f in found]
 
-    def _bare_year(self, text: QuestionText, key: str) -> _Found | None:
+    def _bare_year(self, text: QuestionText, key: str) -> SpottedConstraint | None:
         """ "… published after 2009": a year with a temporal comparison refers to the type's only year/date."""
         words = [t.lower for t in text.tokens]
         for index in range(len(words)):
@@ -219,7 +221,7 @@ class AttributeSpotter:
             op, number, end = hit
             temporal = words[index] in _TEMPORAL
             if temporal and isinstance(number, int) and 1000 <= number <= 2999:
-                return _Found(AttributeConstraint(self._symbol, key, op, number), index, end)
+                return SpottedConstraint(AttributeConstraint(self._symbol, key, op, number), index, end)
         return None
 
     def _labels(self, text: QuestionText, label: tuple[str, ...]) -> list[int]:
@@ -234,13 +236,13 @@ class AttributeSpotter:
 
     def _labelled_value(
         self, text: QuestionText, label: tuple[str, ...], values: dict[str, str], key: str
-    ) -> _Found | None:
+    ) -> SpottedConstraint | None:
         for start in self._labels(text, label):
             for n in range(min(MAX_VALUE_WORDS, start), 0, -1):  # the value right before: "*X*-chromosome genes"
                 if text.free(start - n, start) and not text.boundary_before(start):
                     value = values.get(loose(text.span_text(start - n, start)))
                     if value is not None:
-                        return _Found(
+                        return SpottedConstraint(
                             AttributeConstraint(self._symbol, key, "=", value), start - n, start + len(label)
                         )
             after = start + len(label)
@@ -251,12 +253,12 @@ class AttributeSpotter:
                         continue
                     value = values.get(loose(text.span_text(lo, hi)))
                     if value is not None:
-                        return _Found(AttributeConstraint(self._symbol, key, "=", value), start, hi)
+                        return SpottedConstraint(AttributeConstraint(self._symbol, key, "=", value), start, hi)
         return None
 
     def _glued_value(
         self, text: QuestionText, label: tuple[str, ...], values: dict[str, str], key: str
-    ) -> _Found | None:
+    ) -> SpottedConstraint | None:
         """ "*chr11* genes": a short form of the attribute's one-word name glued to one of its values (the short
         form starts the name and keeps its letters in order)."""
         if len(label) != 1:
@@ -269,10 +271,10 @@ class AttributeSpotter:
             short, rest = match.groups()
             value = values.get(loose(rest))
             if value is not None and len(short) < len(name) and abbreviates(short, name):
-                return _Found(AttributeConstraint(self._symbol, key, "=", value), index, index + 1)
+                return SpottedConstraint(AttributeConstraint(self._symbol, key, "=", value), index, index + 1)
         return None
 
-    def _bare_value(self, text: QuestionText, values: dict[str, str], key: str) -> _Found | None:
+    def _bare_value(self, text: QuestionText, values: dict[str, str], key: str) -> SpottedConstraint | None:
         for start in range(len(text)):
             for n in range(MAX_VALUE_WORDS, 0, -1):
                 end = start + n
@@ -286,12 +288,12 @@ class AttributeSpotter:
                     and not _NUMBER.match(surface)
                     and not (n == 1 and is_discourse_word(text.tokens[start].lower))  # "*Other* than X, …"
                 ):
-                    return _Found(AttributeConstraint(self._symbol, key, "=", value), start, end)
+                    return SpottedConstraint(AttributeConstraint(self._symbol, key, "=", value), start, end)
                 if n == 1 and text.free(start, end) and (value := _acronym_spelt_out(surface, values)) is not None:
-                    return _Found(AttributeConstraint(self._symbol, key, "=", value), start, end)
+                    return SpottedConstraint(AttributeConstraint(self._symbol, key, "=", value), start, end)
         return None
 
-    def _comparison(self, text: QuestionText, label: tuple[str, ...], key: str) -> _Found | None:
+    def _comparison(self, text: QuestionText, label: tuple[str, ...], key: str) -> SpottedConstraint | None:
         words = [t.lower for t in text.tokens]
         for start in self._labels(text, label):
             # "<name> above 6.5" / "<name> of 2015" / "<name> 17" (a number right after the name: equality)
@@ -300,18 +302,20 @@ class AttributeSpotter:
                 direct = _number(text, after)
                 if direct is not None:
                     value, stop = direct
-                    return _Found(AttributeConstraint(self._symbol, key, "=", value), start, stop)
+                    return SpottedConstraint(AttributeConstraint(self._symbol, key, "=", value), start, stop)
             for offset in range(VALUE_WINDOW):
                 hit = self._compare_at(text, words, after + offset)
                 if hit is not None:
                     op, number, end = hit
-                    return _Found(AttributeConstraint(self._symbol, key, op, number), start, end)
+                    return SpottedConstraint(AttributeConstraint(self._symbol, key, op, number), start, end)
             # "more than 10 <name>"
             for begin in range(max(0, start - 4), start):
                 hit = self._compare_at(text, words, begin)
                 if hit is not None and hit[2] == start:
                     op, number, _ = hit
-                    return _Found(AttributeConstraint(self._symbol, key, op, number), begin, start + len(label))
+                    return SpottedConstraint(
+                        AttributeConstraint(self._symbol, key, op, number), begin, start + len(label)
+                    )
         return None
 
     def _compare_at(

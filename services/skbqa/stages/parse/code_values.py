@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from skbqa.query.structured import AttributeConstraint, Operator
 from skbqa.stages.parse.question_text import QuestionText
+from skbqa.stages.parse.spotted import SpottedConstraint
 from skbqa.stores.attributes.catalog import AttributeCatalog
 from skbqa.stores.attributes.values import humanise
 
@@ -32,13 +33,6 @@ class CodeColumn:
     key: str
     labels: frozenset[str]  # words that name the column on their own
     parts: int  # how many parts a full code has (the most common count)
-
-
-@dataclass(frozen=True)
-class CodeMention:
-    constraint: AttributeConstraint
-    start: int  # tokens claimed
-    end: int
 
 
 class CodeValueSpotter:
@@ -64,8 +58,8 @@ class CodeValueSpotter:
             self._columns[node_type] = found
         return self._columns[node_type]
 
-    def __call__(self, text: QuestionText, node_type: str) -> list[CodeMention]:
-        found: list[CodeMention] = []
+    def __call__(self, text: QuestionText, node_type: str) -> list[SpottedConstraint]:
+        found: list[SpottedConstraint] = []
         for column in self.columns(node_type):
             for index, token in enumerate(text.tokens):
                 if token.lower not in column.labels or not text.free(index, index + 1):
@@ -89,7 +83,9 @@ class CodeValueSpotter:
                 if not text.free(index, end):
                     continue
                 op: Operator = "=" if whole else "STARTS WITH"
-                found.append(CodeMention(AttributeConstraint(self._symbol, column.key, op, value), index, end))
+                found.append(
+                    SpottedConstraint(AttributeConstraint(self._symbol, column.key, op, value), index, end)
+                )
                 break
         return found
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from skbqa.query.structured import AttributeConstraint
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QUESTION_WORDS, QuestionText, is_discourse_word
+from skbqa.stages.parse.spotted import SpottedConstraint
 from skbqa.stages.parse.type_mentions import noun_lemma
 from skbqa.stores.attributes.catalog import AttributeCatalog
 
@@ -22,13 +22,6 @@ MAX_FAMILY_SHARE = 0.2  # of a column's values: more share the start, it says no
 MIN_DISTINCT_SHARE = 0.5  # of a column's nodes that have their own value: an identifier, not a category
 MAX_PREFIX_CHARS = 8
 BETWEEN_WORDS = 1  # "SLC *transporter* genes"
-
-
-@dataclass(frozen=True)
-class FamilyMention:
-    constraint: AttributeConstraint
-    start: int  # the prefix's token, claimed
-    end: int
 
 
 class FamilyPrefixSpotter:
@@ -54,12 +47,12 @@ class FamilyPrefixSpotter:
             ]
         return self._columns[node_type]
 
-    def __call__(self, text: QuestionText, node_type: str) -> list[FamilyMention]:
+    def __call__(self, text: QuestionText, node_type: str) -> list[SpottedConstraint]:
         columns = self.columns(node_type)
         if not columns:
             return []
         type_word = node_type.replace("_", " ").split()[-1].lower()
-        found: list[FamilyMention] = []
+        found: list[SpottedConstraint] = []
         for index, token in enumerate(text.tokens):
             prefix = token.text
             if not (
@@ -89,7 +82,7 @@ class FamilyPrefixSpotter:
                 constraint = AttributeConstraint(
                     self._symbol, best[1], "STARTS WITH", prefix, case_insensitive=True
                 )
-                found.append(FamilyMention(constraint, index, index + 1))
+                found.append(SpottedConstraint(constraint, index, index + 1))
         return found
 
 

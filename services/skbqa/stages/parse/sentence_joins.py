@@ -37,6 +37,7 @@ _REQUEST = re.compile(
 )
 _DETERMINED = re.compile(r"^(?:the|those|these|all)\b", re.IGNORECASE)
 _THEN = re.compile(r"^(?:and\s+)?then,?\s+", re.IGNORECASE)
+_HAS = re.compile(r"\s+(?:has|have)$", re.IGNORECASE)
 _TOPIC_END = re.compile(r"[:.;!?]\s+|\s[-–—]+\s")  # a topic is set off by a colon too ("zsh: what are its …")
 _POSSESSIVE = re.compile(r"\b(?:their|its)\s+(?P<noun>[a-z][\w-]*)", re.IGNORECASE)
 _BARE_REFERENCE = re.compile(r"\b(?P<bare>them|those|these|they)\b(?P<noun>)?", re.IGNORECASE)
@@ -141,6 +142,9 @@ def _described_set(statement: str, noun: str | None) -> str | None:
     before, after = statement[: quantified.start()].strip(), statement[phrase_end:].strip()
     if not noun_phrase:
         return None
+    owner = _HAS.search(before)
+    if owner is not None and owner.start() > 0:  # "X *has several* direct subtypes (in GO)": the subtypes of X
+        return f"the {noun_phrase} of {before[: owner.start()].strip()}" + (f" {after}" if after else "")
     if not after:  # the set is the statement's object: "cron provides *some packages*"
         return f"the {noun_phrase} that {before}" if before else None
     if _SUBJECT_OPENERS.match(before):  # its subject: "(there are) *several packages* (that) provide X"

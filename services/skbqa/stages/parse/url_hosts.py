@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from skbqa.query.structured import AttributeConstraint
 from skbqa.stages.parse.question_text import QuestionText
+from skbqa.stages.parse.spotted import SpottedConstraint
 from skbqa.stores.attributes.catalog import AttributeCatalog
 from skbqa.stores.attributes.values import humanise
 
@@ -25,13 +26,6 @@ _HOST = re.compile(r"(?<![\w@/.-])((?:[a-z0-9-]+\.)+[a-z]{2,})(?![\w.-]*\w)", re
 class UrlColumn:
     key: str
     hosts: frozenset[str]  # without "www."
-
-
-@dataclass(frozen=True)
-class HostMention:
-    constraint: AttributeConstraint
-    start: int  # tokens claimed
-    end: int
 
 
 def host_of(url: str) -> str:
@@ -55,11 +49,11 @@ class UrlHostSpotter:
             self._columns[node_type] = found
         return self._columns[node_type]
 
-    def __call__(self, text: QuestionText, node_type: str) -> list[HostMention]:
+    def __call__(self, text: QuestionText, node_type: str) -> list[SpottedConstraint]:
         columns = self.columns(node_type)
         if not columns:
             return []
-        found: list[HostMention] = []
+        found: list[SpottedConstraint] = []
         for match in _HOST.finditer(text.text):
             host = match.group(1).lower()
             host = host[4:] if host.startswith("www.") else host
@@ -82,5 +76,5 @@ class UrlHostSpotter:
                 tokens[0] == 0 or text.tokens[tokens[0] - 1].lower not in HOST_PREPOSITIONS
             ):
                 continue  # "Debian freedesktop.org maintainers": a host inside a name, no site asked for
-            found.append(HostMention(constraint, start, tokens[-1] + 1))
+            found.append(SpottedConstraint(constraint, start, tokens[-1] + 1))
         return found
