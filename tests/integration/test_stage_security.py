@@ -160,11 +160,14 @@ def test_start_stage_uses_the_secured_stage_server(
     """`skbqa serve --role parser` wiring: `start_stage` gives its server the TLS settings (a stage core stands in
     for the real one, over the in-memory bus)."""
     import skbqa.serving.runtime as runtime
+    import skbqa.serving.stage_versions as stage_versions
     import skbqa.serving.stages.registry as stages
     from skbqa.serving.run import start_stage
 
     monkeypatch.setattr(runtime, "build_runtime", lambda settings: None)
     monkeypatch.setattr(stages, "build_stage", lambda role, runtime: GatedStageCore(open_gate=True))
+    # the stand-in holds no stores: it serves version 0 of the knowledge base
+    monkeypatch.setattr(stage_versions, "core_version", lambda core: 0)
     secured = settings(
         tmp_path,
         bus_url="memory://stage-security-test",

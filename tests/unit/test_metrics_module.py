@@ -26,6 +26,7 @@ EXPECTED = {
     "skbqa_inflight": ("gauge", {"service"}),
     "skbqa_kafka_lag": ("gauge", {"topic", "group"}),
     "skbqa_stage_stalled": ("gauge", {"stage"}),
+    "skbqa_kb_version": ("gauge", {"role"}),
     "skbqa_llm_tokens": ("counter", {"kind", "component"}),
     "skbqa_llm_calls": ("counter", {"component", "outcome"}),
     "skbqa_encoder_batch_size": ("histogram", {"encoder"}),
@@ -47,6 +48,7 @@ def record_one_of_each(m: Metrics) -> None:
     m.count_llm("parser", {"calls": 1, "prompt_tokens": 10, "completion_tokens": 2})
     m.observe_encoder_batch("minilm", 32)
     m.count_message("parse", "ok")
+    m.set_kb_version("parser+symbols", 3)
 
 
 def sample(m: Metrics, name: str, **labels: str) -> float | None:

@@ -57,7 +57,7 @@ def test_a_colocated_group_is_one_service_and_the_gateway_is_told(index: Path, m
         colocate=("parser+symbols+grounding", "ranking+reranker"),
         replicas={"ranking+reranker": 2},
     )
-    assert options.service_roles == ("gateway", "parser+symbols+grounding", "ranking+reranker")
+    assert options.service_roles == ("gateway", "parser+symbols+grounding", "ranking+reranker", "updater")
     stack = LocalStack(options)
     stack.directory.mkdir()  # where the state is saved
     stack.ports["bus"] = "kafka://127.0.0.1:9"

@@ -3,7 +3,13 @@
 ```
 gateway ─QUERY─▶ parser ─PARSED─▶ symbols ─SYMBOLS─▶ grounding ─GROUNDED─▶ ranking ─RANKED─▶ reranker ─ANSWER─▶ gateway
 any stage ─DEAD_LETTER─▶ (inspection): inputs that failed for good
+gateway ─CHANGES─▶ updater ─ANSWER─▶ gateway          (live updates: one record per ApplyChanges batch)
+updater, every stage ─VERSIONS─▶ gateway, every stage (broadcast: versions accepted, folded and served)
 ```
+
+CHANGES and VERSIONS have ONE partition each (`SINGLE_PARTITION`): the order of change batches is the order
+versions are given out in, so it must be total; they are not in `ALL`, which is created with the pipeline's
+partition count.
 
 Code always uses these unprefixed names. Isolation (parallel test runs, several deployments sharing one Kafka
 cluster) is the bus adapter's job: `KafkaBus(topic_prefix=...)`, by default the `SKBQA_TOPIC_PREFIX`
@@ -26,7 +32,11 @@ RANKED = "skbqa.ranked"
 ANSWER = "skbqa.answer"
 DEAD_LETTER = "skbqa.dead-letter"
 
+CHANGES = "skbqa.changes"
+VERSIONS = "skbqa.versions"
+
 ALL: tuple[str, ...] = (QUERY, PARSED, SYMBOLS, GROUNDED, RANKED, ANSWER, DEAD_LETTER)
+SINGLE_PARTITION: tuple[str, ...] = (CHANGES, VERSIONS)
 
 PREFIX_ENV = "SKBQA_TOPIC_PREFIX"
 

@@ -2,7 +2,8 @@
 on open until a snapshot holds it.
 
 `DIR/changes/log.jsonl` holds one line per batch, `{"version": V, "crc32": C, "changes": [...]}`; versions count
-batches from the ingest (version 0). The file is shared by every snapshot of the index by a hard link, so a new
+batches from the ingest (version 0). A batch that came from the change topic (the distributed form) also has its
+`"batch"` id, so a redelivery of the record after a crash is recognised and not applied again. The file is shared by every snapshot of the index by a hard link, so a new
 snapshot renamed over DIR keeps the very file appenders hold open, and a kill at any moment leaves it reachable
 from whichever snapshot DIR names. A torn last line (a kill during an append, before the acknowledgement) is cut
 off when the log is next opened for writing. `DIR/changes/lock` (linked likewise) serialises writers across
@@ -11,6 +12,7 @@ processes.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
@@ -53,6 +55,19 @@ class ChangeLog:
 
     def last_version(self) -> int:
         return max((version for version, _ in self._records()), default=0)
+
+    def batch_versions(self) -> dict[str, int]:
+        """The version each logged batch with an id got (batches dropped by compaction are not here)."""
+        if not self.path.is_file():
+            return {}
+        found: dict[str, int] = {}
+        with self.path.open("rb") as handle:
+            for raw in handle:
+                with contextlib.suppress(ValueError, KeyError, TypeError):
+                    record = json.loads(raw)
+                    if record.get("batch"):
+                        found[str(record["batch"])] = int(record["version"])
+        return found
 
     def _records(self) -> Iterator[tuple[int, list[dict[str, Any]]]]:
         if not self.path.is_file():
@@ -100,12 +115,15 @@ class ChangeLog:
         self._lock_handle = handle
         self._cut_torn_tail()
 
-    def append(self, version: int, changes: list[Change]) -> None:
+    def append(self, version: int, changes: list[Change], batch_id: str = "") -> None:
         """Write one batch and fsync it: when this returns, the batch survives a crash of this machine."""
         if self._lock_handle is None:
             raise RuntimeError("take the log's lock before appending")
         body = [change_to_json(c) for c in changes]
-        line = json.dumps({"version": version, "crc32": _crc(body), "changes": body}, ensure_ascii=False)
+        record: dict[str, Any] = {"version": version, "crc32": _crc(body), "changes": body}
+        if batch_id:
+            record["batch"] = batch_id
+        line = json.dumps(record, ensure_ascii=False)
         if self._handle is None:
             self._handle = self.path.open("ab")
             _fsync_dir(self.directory)  # the file's own name is durable too

@@ -51,6 +51,7 @@ class IndexUpdater:
             NodeTable.load(self.directory / "nodes"), CsrGraph.load(self.directory / "graph")
         )
         self.accepted = self.snapshot_version
+        self.batches = self.log.batch_versions()  # batch id → version: a redelivered batch is not applied twice
         for version, changes in self.log.batches(after=self.snapshot_version):
             self.state.apply(list(enumerate(changes, start=1)), f"change log version {version}")
             self.accepted = version
@@ -61,13 +62,20 @@ class IndexUpdater:
     def pending(self) -> int:
         return self.accepted - self.snapshot_version
 
-    def submit(self, batch: list[tuple[int, Change]], where: str) -> tuple[int, Counter[str]]:
+    def submit(self, batch: list[tuple[int, Change]], where: str, batch_id: str = "") -> tuple[int, Counter[str]]:
         """Check and accept a batch, whole or not at all; when this returns its version, the batch is in the
-        fsync'd log (it survives a kill of this process from here on) and the next snapshot will hold it."""
+        fsync'd log (it survives a kill of this process from here on) and the next snapshot will hold it.
+        `batch_id`: a batch already logged under this id is not applied again; its version is returned with an
+        empty outcome (the distributed form's redelivery after a crash)."""
         with self._lock:
+            if batch_id and batch_id in self.batches:
+                return self.batches[batch_id], Counter()
             version = self.accepted + 1
-            outcome = self.state.apply(batch, where, then=lambda: self.log.append(version, [c for _, c in batch]))
+            changes = [c for _, c in batch]
+            outcome = self.state.apply(batch, where, then=lambda: self.log.append(version, changes, batch_id))
             self.accepted = version
+            if batch_id:
+                self.batches[batch_id] = version
             return version, outcome
 
     def snapshot(self, *, in_child: bool = False, encoder_url: str | None = None) -> SnapshotReport | None:

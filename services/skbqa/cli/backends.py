@@ -94,8 +94,10 @@ def run_topics(args: argparse.Namespace) -> int:
     try:
         configs = {"min.insync.replicas": str(insync)} if insync is not None else None
         counts = bus.provision_topics(topics.ALL, args.partitions, configs=configs)
+        # live updates: the change topic's one partition is what orders batches (docs/updates.md)
+        counts.update(bus.provision_topics(topics.SINGLE_PARTITION, 1, configs=configs))
     finally:
         bus.close()
-    for topic in topics.ALL:
+    for topic in (*topics.ALL, *topics.SINGLE_PARTITION):
         print(f"{topic}: {counts.get(topic, 0)} partitions")
     return 0

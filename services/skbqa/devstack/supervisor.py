@@ -76,11 +76,13 @@ def _recreate_topics(state: dict[str, Any], broker: ProcessRecord) -> None:
         time.sleep(0.2)
     from skbqa.bus.kafka import bus_from_url
     from skbqa.bus.topics import ALL as ALL_TOPICS
+    from skbqa.bus.topics import SINGLE_PARTITION
 
     try:
         bus = bus_from_url(str(state.get("ports", {}).get("bus", f"kafka://127.0.0.1:{port}")))
         try:
             bus.ensure_topics(ALL_TOPICS)
+            bus.ensure_topics(SINGLE_PARTITION, partitions=1)
         finally:
             bus.close()
     except Exception as exc:  # the next check retries the broker if it died again

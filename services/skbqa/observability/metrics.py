@@ -132,6 +132,9 @@ SPECS: tuple[MetricSpec, ...] = (
         BATCH_BUCKETS,
     ),
     MetricSpec("skbqa_messages_total", "counter", "Bus messages by outcome", ("stage", "outcome")),
+    MetricSpec(
+        "skbqa_kb_version", "gauge", "The knowledge-base version this process serves (live updates)", ("role",)
+    ),
 )
 
 
@@ -222,6 +225,10 @@ class Metrics:
     def set_stage_stalled(self, stage: str, stalled: bool) -> None:
         """Whether the gateway sees the stage's input waiting without progress (`StageLiveness`)."""
         self._labels("skbqa_stage_stalled", stage).set(1 if stalled else 0)
+
+    def set_kb_version(self, role: str, version: int) -> None:
+        """The knowledge-base version a stage serves (the updater: the newest it folded)."""
+        self._labels("skbqa_kb_version", role.replace("+", "_")).set(version)
 
     def count_llm(self, component: str, usage: Mapping[str, int]) -> None:
         """Add an LLM usage dict (a parser's `llm_usage` note, a reranker's `UsageMeter.close()`); other keys

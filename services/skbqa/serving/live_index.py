@@ -18,8 +18,10 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+from skbqa.changes.folding import FoldLoop
 from skbqa.changes.format import Change
 from skbqa.changes.log import ChangeLog
+from skbqa.changes.snapshot import SnapshotReport
 from skbqa.changes.updater import IndexUpdater, kb_version
 from skbqa.query.encoder import Encoder
 from skbqa.serving.gateway.backends import LocalBackend
@@ -27,8 +29,6 @@ from skbqa.serving.local_pipeline import LocalPipeline
 from skbqa.stores.index import read_manifest, recover_index
 
 logger = logging.getLogger(__name__)
-
-RETRY_AFTER_FAILURE_S = 5.0
 
 
 class LiveIndex:
@@ -53,14 +53,14 @@ class LiveIndex:
         self._updater: IndexUpdater | None = None
         self._opening = threading.Lock()
         self._changed = threading.Condition()
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self.last_error = ""
-        self._thread = threading.Thread(target=self._fold_loop, name="skbqa-live-index", daemon=True)
-        self._thread.start()
+        self._folds = FoldLoop(self._writer, self._folded, encoder_url=encoder_url, name="skbqa-live-index")
         if ChangeLog(self._index).last_version() > self._served:  # acknowledged, never folded in: now
             self._writer()
-            self._wake.set()
+            self._folds.wake()
+
+    @property
+    def last_error(self) -> str:
+        return self._folds.last_error
 
     @property
     def served_version(self) -> int:
@@ -72,7 +72,7 @@ class LiveIndex:
 
     def apply(self, batch: list[tuple[int, Change]], where: str) -> tuple[int, Counter[str]]:
         version, outcome = self._writer().submit(batch, where)
-        self._wake.set()
+        self._folds.wake()
         return version, outcome
 
     def wait_for(self, version: int, timeout_s: float) -> bool:
@@ -86,38 +86,18 @@ class LiveIndex:
                 self._updater = IndexUpdater(self._index, self._encoder)
             return self._updater
 
-    def _fold_loop(self) -> None:
-        while not self._stop.is_set():
-            self._wake.wait()
-            if self._stop.is_set():
-                return
-            self._wake.clear()
-            try:
-                report = self._writer().snapshot(in_child=True, encoder_url=self._encoder_url)
-                if report is None:
-                    continue
-                pipeline = self._open_pipeline()
-                pipeline.warm()
-                self._backend.replace(pipeline)
-                self.last_error = ""
-                # a fold killed with an earlier server may have outlived its start's clean-up by moments
-                recover_index(self._index, clean=True)
-            except Exception as exc:  # the batches stay logged: try again, keep serving the old snapshot
-                self.last_error = f"{type(exc).__name__}: {exc}"[:300]
-                logger.exception(
-                    "folding changes into the index failed; retrying in %.0f s", RETRY_AFTER_FAILURE_S
-                )
-                self._stop.wait(RETRY_AFTER_FAILURE_S)
-                self._wake.set()
-                continue
-            with self._changed:
-                self._served = report.version
-                self._changed.notify_all()
-            logger.info("serving knowledge-base version %d (%s)", report.version, report.seconds)
+    def _folded(self, report: SnapshotReport) -> None:
+        pipeline = self._open_pipeline()
+        pipeline.warm()
+        self._backend.replace(pipeline)
+        # a fold killed with an earlier server may have outlived its start's clean-up by moments
+        recover_index(self._index, clean=True)
+        with self._changed:
+            self._served = report.version
+            self._changed.notify_all()
+        logger.info("serving knowledge-base version %d", report.version)
 
     def close(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        self._thread.join(timeout=60)
+        self._folds.close()
         if self._updater is not None:
             self._updater.close()

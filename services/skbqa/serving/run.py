@@ -163,7 +163,17 @@ def start_gateway(
 
     bus = bus_from_url(settings.bus_url)
     backend = BusBackend(bus, stall_s=settings.stage_stall_s, colocated=settings.colocated)
-    servicer = _api_servicer(settings, backend, backend.gateway_id)
+    feed, live = None, None
+    if takes_changes(settings):  # changes go to the updater through skbqa.changes (docs/updates.md)
+        from skbqa.changes.snapshot import kb_version
+        from skbqa.serving.gateway.distributed_updates import DistributedUpdates
+        from skbqa.serving.kb_feed import VersionFeed
+        from skbqa.stores.index import read_manifest
+
+        feed = VersionFeed(bus)
+        start_version = kb_version(read_manifest(settings.index))
+        live = DistributedUpdates(backend, feed, start_version=start_version, timeout_s=settings.request_timeout_s)
+    servicer = _api_servicer(settings, backend, backend.gateway_id, live)
     server = _api_server(settings, servicer, limits)
     if not backend.wait_ready(ready_timeout_s):
         logger.warning("gateway: answer consumer not assigned after %.0f s; serving anyway", ready_timeout_s)
@@ -173,6 +183,8 @@ def start_gateway(
     def stop() -> None:
         watcher.set()
         server.stop()
+        if feed is not None:
+            feed.close()
         backend.close()
         bus.close()
 
@@ -185,18 +197,32 @@ def start_stage(
     from skbqa.bus.base import unreachable
     from skbqa.bus.kafka import bus_from_url
     from skbqa.bus.topics import ALL as ALL_TOPICS
+    from skbqa.serving.kb_feed import VersionFeed
     from skbqa.serving.runtime import build_runtime
     from skbqa.serving.stage_service import start_stage_server
+    from skbqa.serving.stage_versions import VersionedCores
     from skbqa.serving.stages.registry import build_stage
     from skbqa.serving.worker import StageWorker
 
-    assert settings.role is not None
-    core = build_stage(settings.role, build_runtime(settings))
+    role = settings.role
+    assert role is not None
+    runtime = build_runtime(settings)
+    core = build_stage(role, runtime)
     server = start_stage_server(core, settings, limits=limits)
     core.warm()
     bus = bus_from_url(settings.bus_url)
     bus.ensure_topics(ALL_TOPICS)
-    worker = StageWorker(core, bus, lag_interval_s=settings.lag_interval_s).start()
+    # live updates: this replica opens each new version the updater folds in, and says which one it serves
+    versions = VersionedCores(
+        core,
+        lambda: build_stage(role, build_runtime(settings, runtime.encoder)),
+        index=settings.index,
+        role=role,
+        follows=takes_changes(settings),
+    )
+    feed = VersionFeed(bus, report=versions.report, on_record=versions.on_record)
+    versions.on_switch = feed.announce
+    worker = StageWorker(core, bus, lag_interval_s=settings.lag_interval_s, versions=versions).start()
     if not worker.wait_joined(JOIN_TIMEOUT_S):  # e.g. more replicas than partitions: this one stands by
         logger.warning("%s: no partitions assigned after %.0f s; serving anyway", settings.role, JOIN_TIMEOUT_S)
     server.set_serving(True)
@@ -209,8 +235,48 @@ def start_stage(
         server.set_serving(False)
         worker.stop()
         server.stop()
+        versions.close()
+        feed.close()
         bus.close()
         _stop_ray()
+
+    return server, stop
+
+
+def start_updater(
+    settings: ServiceSettings, *, limits: ClientLimits | None = None
+) -> tuple[RunningServer, Callable[[], None]]:
+    """The knowledge base's one writer in the distributed form (serving/updater_service.py), and a gRPC server
+    carrying health only (the stack waits on it)."""
+    from skbqa.bus import topics
+    from skbqa.bus.kafka import bus_from_url
+    from skbqa.changes.updater import IndexUpdater
+    from skbqa.serving.updater_service import UpdaterService
+
+    encoder = None
+    if settings.encoder_url:
+        from skbqa.models.triton_encoder import TritonEncoder
+
+        encoder = TritonEncoder.from_url(settings.encoder_url)
+    bus = bus_from_url(settings.bus_url)
+    bus.ensure_topics(topics.ALL)
+    bus.ensure_topics(topics.SINGLE_PARTITION, partitions=1)
+    service = UpdaterService(IndexUpdater(settings.index, encoder), bus)
+    server = start_server(
+        [], host=settings.host, port=settings.port, limits=limits, service="updater", **security_options(settings)
+    )
+    if not service.joined.wait(JOIN_TIMEOUT_S):
+        logger.warning("updater: no partition of %s after %.0f s; serving anyway", topics.CHANGES, JOIN_TIMEOUT_S)
+    server.set_serving(True)
+    watcher = watch_health(
+        server, lambda: f"folding failed: {service.folds.last_error}" if service.folds.last_error else ""
+    )
+
+    def stop() -> None:
+        watcher.set()
+        server.stop()
+        service.close()
+        bus.close()
 
     return server, stop
 
@@ -293,6 +359,8 @@ def serve(settings: ServiceSettings, limits: ClientLimits | None = None) -> int:
         server, stop = start_gateway(settings, limits=limits)
     elif settings.role == "all":
         server, stop = start_all_in_one(settings, limits=limits)
+    elif settings.role == "updater":
+        server, stop = start_updater(settings, limits=limits)
     else:
         server, stop = start_stage(settings, limits=limits)
     role = settings.role or "embedded"

@@ -13,7 +13,8 @@ ROLES = ("gateway", "parser", "symbols", "grounding", "ranking", "reranker")
 # "all": the gateway and every stage worker in one process, over the given bus (memory:// or Kafka). Besides these,
 # a role may name consecutive stages joined by "+" ("parser+symbols+grounding"): one service running them in
 # process (serving/stages/chain.py).
-SERVE_ROLES = (*ROLES, "all")
+# "updater": the one writer of the knowledge base in the distributed form (live updates, docs/updates.md).
+SERVE_ROLES = (*ROLES, "all", "updater")
 ROLE_HELP = f"{'|'.join(SERVE_ROLES)}, or consecutive stages joined by '+' (e.g. parser+symbols+grounding)"
 
 
@@ -70,7 +71,7 @@ def stages_of(role: str | None) -> tuple[str, ...]:
 
     if role is None or role == "all":
         return STAGES
-    return () if role == "gateway" else stage_roles(role)
+    return () if role in ("gateway", "updater") else stage_roles(role)
 
 
 def env(name: str, default: str | None = None) -> str | None:

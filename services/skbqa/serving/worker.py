@@ -44,10 +44,11 @@ from skbqa.observability import hops
 from skbqa.observability.metrics import get_metrics
 from skbqa.serving import latency_trace
 from skbqa.serving.lag import DEFAULT_INTERVAL_S, DEFAULT_TIMEOUT_S, LagExporter
+from skbqa.serving.stage_versions import VersionedCores, VersionUnavailableError
 from skbqa.serving.stages.chain import members
 from skbqa.serving.stages.core import AnswerEnvelope, StageCore, StageMessage, StageOutput
 from skbqa.serving.stages.registry import run_stage
-from skbqa.serving.status import DEADLINE_EXCEEDED, INVALID_ARGUMENT, PERMANENT, status_for
+from skbqa.serving.status import DEADLINE_EXCEEDED, INVALID_ARGUMENT, PERMANENT, UNAVAILABLE, status_for
 
 logger = logging.getLogger(__name__)
 
@@ -81,10 +82,13 @@ class StageWorker:
         max_records: int = 16,
         lag_interval_s: float = DEFAULT_INTERVAL_S,
         lag_timeout_s: float = DEFAULT_TIMEOUT_S,
+        versions: VersionedCores | None = None,
     ) -> None:
         """`core`: one stage, or a `StageChain` of consecutive ones (in the first one's group, on its input).
-        `lag_interval_s` <= 0 turns the lag exporter off."""
+        `lag_interval_s` <= 0 turns the lag exporter off. `versions`: the knowledge-base versions this replica
+        follows (live updates): each message runs on the core of its pinned version."""
         self.core = core
+        self._versions = versions
         self._cores = members(core)
         self._entry = self._cores[0].role  # the stage whose topic and group this worker consumes
         self._bus = bus
@@ -206,14 +210,22 @@ class StageWorker:
         if request.request_id in self._done:
             self._metrics.count_message(role, "duplicate")
             return
+        cores = self._cores
+        if self._versions is not None:
+            try:  # the version the request is pinned to (the first stage pins it): never two in one answer
+                cores = members(self._versions.core_for(request))
+            except VersionUnavailableError as exc:
+                self._answer_error(request, role, UNAVAILABLE, str(exc))
+                self._metrics.count_message(role, "unavailable")
+                return
         source = message
-        for position, core in enumerate(self._cores):
+        for position, core in enumerate(cores):
             if position:  # handed over in process: this co-located stage's queue hop is the hand-over alone
                 taken_us = hops.now_us()
                 self._metrics.observe_queue_wait(core.role, 0.0)
                 # what a failure of this stage dead-letters: its own input, as if read from its own topic
                 source = Message(core.input_topic, request.request_id, request.SerializeToString(), {})
-            last = position == len(self._cores) - 1
+            last = position == len(cores) - 1
             with self._metrics.inflight(core.role) if position else contextlib.nullcontext():
                 output = self._run(core, request, source, taken_us)
             if output is None:

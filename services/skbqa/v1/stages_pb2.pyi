@@ -163,7 +163,7 @@ class HopMark(_message.Message):
     def __init__(self, hop: _Optional[str] = ..., unix_us: _Optional[int] = ...) -> None: ...
 
 class StageMessage(_message.Message):
-    __slots__ = ("request_id", "deadline_unix_ms", "accepted_unix_ms", "question", "strategy", "k", "options_json", "question_embedding", "parsed", "symbol_sets", "scope", "candidates", "rerank_count", "timings_ms", "notes_json", "stream_partial", "gateway_id", "parsed_set", "symbols_set", "scope_set", "ranked_set", "hops")
+    __slots__ = ("request_id", "deadline_unix_ms", "accepted_unix_ms", "question", "strategy", "k", "options_json", "question_embedding", "parsed", "symbol_sets", "scope", "candidates", "rerank_count", "timings_ms", "notes_json", "stream_partial", "gateway_id", "parsed_set", "symbols_set", "scope_set", "ranked_set", "hops", "min_version", "kb_version")
     class TimingsMsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -193,6 +193,8 @@ class StageMessage(_message.Message):
     SCOPE_SET_FIELD_NUMBER: _ClassVar[int]
     RANKED_SET_FIELD_NUMBER: _ClassVar[int]
     HOPS_FIELD_NUMBER: _ClassVar[int]
+    MIN_VERSION_FIELD_NUMBER: _ClassVar[int]
+    KB_VERSION_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     deadline_unix_ms: int
     accepted_unix_ms: int
@@ -215,7 +217,9 @@ class StageMessage(_message.Message):
     scope_set: bool
     ranked_set: bool
     hops: _containers.RepeatedCompositeFieldContainer[HopMark]
-    def __init__(self, request_id: _Optional[str] = ..., deadline_unix_ms: _Optional[int] = ..., accepted_unix_ms: _Optional[int] = ..., question: _Optional[str] = ..., strategy: _Optional[str] = ..., k: _Optional[int] = ..., options_json: _Optional[str] = ..., question_embedding: _Optional[bytes] = ..., parsed: _Optional[_Union[StructuredQuery, _Mapping]] = ..., symbol_sets: _Optional[_Iterable[_Union[CandidateSet, _Mapping]]] = ..., scope: _Optional[_Union[Scope, _Mapping]] = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., rerank_count: _Optional[int] = ..., timings_ms: _Optional[_Mapping[str, float]] = ..., notes_json: _Optional[str] = ..., stream_partial: _Optional[bool] = ..., gateway_id: _Optional[str] = ..., parsed_set: _Optional[bool] = ..., symbols_set: _Optional[bool] = ..., scope_set: _Optional[bool] = ..., ranked_set: _Optional[bool] = ..., hops: _Optional[_Iterable[_Union[HopMark, _Mapping]]] = ...) -> None: ...
+    min_version: int
+    kb_version: int
+    def __init__(self, request_id: _Optional[str] = ..., deadline_unix_ms: _Optional[int] = ..., accepted_unix_ms: _Optional[int] = ..., question: _Optional[str] = ..., strategy: _Optional[str] = ..., k: _Optional[int] = ..., options_json: _Optional[str] = ..., question_embedding: _Optional[bytes] = ..., parsed: _Optional[_Union[StructuredQuery, _Mapping]] = ..., symbol_sets: _Optional[_Iterable[_Union[CandidateSet, _Mapping]]] = ..., scope: _Optional[_Union[Scope, _Mapping]] = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., rerank_count: _Optional[int] = ..., timings_ms: _Optional[_Mapping[str, float]] = ..., notes_json: _Optional[str] = ..., stream_partial: _Optional[bool] = ..., gateway_id: _Optional[str] = ..., parsed_set: _Optional[bool] = ..., symbols_set: _Optional[bool] = ..., scope_set: _Optional[bool] = ..., ranked_set: _Optional[bool] = ..., hops: _Optional[_Iterable[_Union[HopMark, _Mapping]]] = ..., min_version: _Optional[int] = ..., kb_version: _Optional[int] = ...) -> None: ...
 
 class AnswerEnvelope(_message.Message):
     __slots__ = ("request_id", "kind", "stage", "answer", "status_code", "status_message", "gateway_id", "hops")

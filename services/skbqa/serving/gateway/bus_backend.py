@@ -93,30 +93,34 @@ class BusBackend:
         """Publish the request and return its waiter; TimeoutError when the publish does not finish within
         `timeout_s` (the call's deadline), BackendUnavailableError when the bus refuses it or is not taking work."""
         message.gateway_id = self.gateway_id
-        waiter = Waiter(message.request_id)
+        if message.hops:  # the trace's first hop ends as the request leaves for the bus
+            latency_trace.mark(message, hops.GATEWAY_ACCEPT)
+        return self.request(topics.QUERY, message.request_id, message.SerializeToString(), timeout_s)
+
+    def request(self, topic: str, request_id: str, value: bytes, timeout_s: float | None = None) -> Waiter:
+        """Publish `value` to `topic` under `request_id` and return the waiter for the answers addressed to this
+        gateway under that id (a stage's answer, or the updater's to a change batch); errors as `submit`."""
+        waiter = Waiter(request_id)
         with self._lock:
             # One waiter per id: another call's waiter is never replaced (its answers would reach this call). The
             # servicer gives every call an id of its own (requests.new_request), so this is a guard, not a path.
-            if message.request_id in self._waiters:
+            if request_id in self._waiters:
                 raise InvalidInputError("a request with this id is already in flight on this gateway")
-            self._waiters[message.request_id] = waiter
+            self._waiters[request_id] = waiter
         try:
-            self._publish(message).result(timeout=timeout_s)
+            self._publish(topic, request_id, value).result(timeout=timeout_s)
         except FutureTimeout:
             self.forget(waiter)
-            raise TimeoutError(message.request_id) from None
+            raise TimeoutError(request_id) from None
         except Exception:
             self.forget(waiter)
             raise
         return waiter
 
-    def _publish(self, message: StageMessage) -> Future[None]:
+    def _publish(self, topic: str, request_id: str, value: bytes) -> Future[None]:
         if not self._backlog.acquire(blocking=False):
             raise BackendUnavailableError(BUS_DOWN if self._down else "too many requests waiting for the bus")
-        if message.hops:  # the trace's first hop ends as the request leaves for the bus
-            latency_trace.mark(message, hops.GATEWAY_ACCEPT)
-        value = message.SerializeToString()
-        future = self._publisher.submit(self._bus.publish, topics.QUERY, message.request_id, value)
+        future = self._publisher.submit(self._bus.publish, topic, request_id, value)
         future.add_done_callback(lambda _: self._backlog.release())
         return future
 

@@ -114,6 +114,10 @@ def wait_for_version(live: LiveUpdates | None, version: int, timeout_s: float) -
     started = time.monotonic()
     served = 0 if live is None else live.served_version
     accepted = 0 if live is None else live.accepted_version
+    learn = getattr(live, "learn_accepted", None)
+    if version > accepted and learn is not None:  # distributed: another gateway may have acknowledged it just now
+        learn(version, timeout_s)
+        accepted = live.accepted_version if live is not None else 0
     if version > accepted:
         raise UpdateRefused(
             grpc.StatusCode.INVALID_ARGUMENT,

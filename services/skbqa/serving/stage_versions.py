@@ -1,0 +1,176 @@
+"""A stage replica following the knowledge base's versions (the distributed form of live updates).
+
+The replica keeps the core of the version it serves and, for `KEEP_PREVIOUS_S` after a switch, the one before:
+a request carries the version its first stage computed at (`StageMessage.kb_version`), and every later stage
+computes at exactly that version, so no answer mixes two. A new version is opened and warmed on a thread of its
+own while the old one keeps serving, and swapped in between messages. What starts a reload: a record on
+`skbqa.versions` (the updater folded a version into the shared index directory), and, as a fallback for a missed
+record, a look at the index's manifest every `CHECK_EVERY_S`.
+
+A request that needs a version this replica does not have yet waits for it up to its deadline (at most
+`MAX_WAIT_S`: the worker's partition waits with it); one pinned to a version already let go is refused
+UNAVAILABLE (the knowledge base changed twice while it was answered; a retry is answered at the new version).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from skbqa.changes.snapshot import kb_version
+from skbqa.observability.metrics import get_metrics
+from skbqa.serving.stages.chain import members
+from skbqa.serving.stages.core import StageCore, StageMessage
+from skbqa.stores.index import read_manifest
+
+logger = logging.getLogger(__name__)
+
+KEEP_PREVIOUS_S = 30.0
+CHECK_EVERY_S = 5.0
+MAX_WAIT_S = 10.0
+
+
+class VersionUnavailableError(Exception):
+    """The request's version cannot be served here (one line, safe for the client)."""
+
+
+def core_version(core: StageCore) -> int:
+    first: Any = members(core)[0]  # every stage core is a StageBase, which holds the runtime it was built on
+    return kb_version(first.runtime.stores.manifest)
+
+
+class VersionedCores:
+    def __init__(
+        self,
+        core: StageCore,
+        build: Callable[[], StageCore],
+        *,
+        index: Path,
+        role: str,
+        follows: bool = True,
+    ) -> None:
+        """`build`: a new core from the index as it is now (built, not warmed). `follows`: False for a replica
+        whose stores cannot follow changes (it serves its first version and says so)."""
+        self.role = role
+        self.instance = f"{role}-{uuid.uuid4().hex[:8]}"
+        self.follows = follows
+        self._build = build
+        self._index = Path(index)
+        self.current = core_version(core)
+        self._cores: dict[int, StageCore] = {self.current: core}
+        self._retire_at: dict[int, float] = {}
+        self._changed = threading.Condition()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self.on_switch: Callable[[], None] = lambda: None
+        self.last_error = ""
+        self._metrics = get_metrics()
+        self._metrics.set_kb_version(role, self.current)
+        self._thread = threading.Thread(target=self._reload_loop, name="skbqa-kb-versions", daemon=True)
+        if follows:
+            self._thread.start()
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "kind": "serving",
+            "instance": self.instance,
+            "role": self.role,
+            "version": self.current,
+            "follows": self.follows,
+        }
+
+    def on_record(self, record: dict[str, Any]) -> None:
+        """A record of the version feed: the updater published a version newer than ours → reload now."""
+        if record.get("kind") == "updater" and int(record.get("published", 0)) > self.current:
+            self._wake.set()
+
+    # ------------------------------------------------------------------------------------------------ serving
+
+    def core_for(self, request: StageMessage) -> StageCore:
+        """The core `request` must run on; pins the request to the version served here when it is not pinned
+        yet (the first stage). Raises VersionUnavailableError when the version cannot be had in time."""
+        left = MAX_WAIT_S
+        if request.deadline_unix_ms:
+            left = min(left, request.deadline_unix_ms / 1000 - time.time())
+        with self._changed:
+            if request.kb_version:
+                wanted = int(request.kb_version)
+                if wanted not in self._cores and wanted > self.current:
+                    self._wake.set()
+                    self._changed.wait_for(lambda: wanted in self._cores or self.current > wanted, max(left, 0))
+                core = self._cores.get(wanted)
+                if core is None:
+                    raise VersionUnavailableError(self._refusal(wanted))
+                return core
+            needed = int(request.min_version)
+            if needed > self.current:
+                self._wake.set()
+                if not self._changed.wait_for(lambda: self.current >= needed, max(left, 0)):
+                    raise VersionUnavailableError(
+                        f"knowledge-base version {needed} is not visible yet ({self.role} serves "
+                        f"{self.current}); retry shortly"
+                    )
+            request.kb_version = self.current
+            return self._cores[self.current]
+
+    def _refusal(self, wanted: int) -> str:
+        if wanted > self.current:
+            return (
+                f"knowledge-base version {wanted} is not open yet on {self.role} (serving {self.current}); retry"
+            )
+        return f"the knowledge base moved on from version {wanted} while this request was answered; retry"
+
+    # ------------------------------------------------------------------------------------------------ reloading
+
+    def _reload_loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(CHECK_EVERY_S)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            try:
+                self._retire()
+                if kb_version(read_manifest(self._index)) > self.current:
+                    self._open_newer()
+                self.last_error = ""
+            except Exception as exc:  # e.g. read while a fold renamed the index: the next check tries again
+                self.last_error = f"{type(exc).__name__}: {exc}"[:300]
+                logger.warning("%s: opening the new knowledge-base version failed: %s", self.role, self.last_error)
+                self._stop.wait(1.0)
+                self._wake.set()
+
+    def _open_newer(self) -> None:
+        started = time.perf_counter()
+        core = self._build()
+        core.warm()
+        version = core_version(core)  # the snapshot actually opened (a later fold may have landed meanwhile)
+        if version <= self.current:
+            return
+        with self._changed:
+            self._retire_at[self.current] = time.monotonic() + KEEP_PREVIOUS_S
+            self._cores[version] = core
+            self.current = version
+            self._changed.notify_all()
+        self._metrics.set_kb_version(self.role, version)
+        self.on_switch()
+        logger.info("%s: serving knowledge-base version %d (opened in %.2f s)", self.role, version,
+                    time.perf_counter() - started)  # fmt: skip
+
+    def _retire(self) -> None:
+        now = time.monotonic()
+        with self._changed:
+            for version, when in list(self._retire_at.items()):
+                if when <= now and version != self.current:
+                    self._cores.pop(version, None)
+                    del self._retire_at[version]
+
+    def close(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=30)
