@@ -9,8 +9,11 @@ script — the supervisor does it, and each row says how long the stack took to 
 Three stacks, one after another (never two at once on 2 cores): `single` (one process per stage, Triton, Ray in
 the reranker service: every stage's kill -9 with 1 replica, Triton, Ray, the memory broker), `replicas2` (every stage
 with 2 replicas, `--no-ray`: no default request reaches Ray, and two private Ray instances would only load the
-cores; each stage's kill -9 of one replica) and `durable` (`--durable`: the broker on s3 storage, with the object store `stack up` picks by default; killed). On a
-shared machine wrap the run in ``flock /tmp/skbqa-heavy.lock``.
+cores; each stage's kill -9 of one replica), `durable` (`--durable`: the broker on s3 storage, with the object
+store `stack up` picks by default; killed) and `edges` (`--prometheus --colocate parser+symbols+grounding
+--no-ray`: the gateway, Prometheus, the co-located group's process and the supervisor itself killed; stopped with
+its supervisor dead, and checked for processes `stack down` left). Rows are merged into an existing file by
+(stack, fault). On a shared machine wrap the run in ``flock /tmp/skbqa-heavy.lock``.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ DEFAULT_OUT = ROOT / "bench" / "results" / "fault-matrix-supervised.json"
 SNAPSHOT_ENV = "SKBQA_SUPERVISED_SNAPSHOT"
 STAGES = ("parser", "symbols", "grounding", "ranking", "reranker")
 RERANKED = {"reranker": "local"}  # step 8 on the reranker service's Ray Serve deployment
+GROUP = "parser+symbols+grounding"  # the co-located group docs/distributed.md measures
 
 STACKS: dict[str, tuple[StackConfig, list[Fault]]] = {
     "single": (
@@ -64,7 +68,19 @@ STACKS: dict[str, tuple[StackConfig, list[Fault]]] = {
         StackConfig("durable", replicas={}, ray=False, durable=True),
         [Fault("kill -9 of the broker (--durable: s3 storage)", "broker")],
     ),
+    # The processes outside the stage chain, and a co-located group. `--no-ray` as for `replicas2`; the supervisor
+    # row last, and this stack is stopped with its supervisor killed (`DOWN_WITHOUT_SUPERVISOR`).
+    "edges": (
+        StackConfig("edges", replicas={}, ray=False, prometheus=True, colocate=(GROUP,)),
+        [
+            Fault("kill -9 of the gateway (1 replica; clients see UNAVAILABLE while it is down)", "gateway-0"),
+            Fault("kill -9 of Prometheus (--prometheus)", "prometheus"),
+            Fault(f"kill -9 of the co-located group {GROUP} (--colocate, 1 replica)", f"{GROUP}-0"),
+            Fault("kill -9 of the supervisor itself (nothing restarts it)", "supervisor", supervisor=True),
+        ],
+    ),
 }
+DOWN_WITHOUT_SUPERVISOR = {"edges"}
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
@@ -89,7 +105,19 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def merged(out: Path, rows: list[dict[str, Any]], stacks: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """The rows and stacks of `out` with these in place of the same (stack, fault) — a run of some rows keeps
+    the others; new rows go last."""
+    if not out.is_file():
+        return rows, stacks
+    old = json.loads(out.read_text())
+    new = {(r.get("stack"), r["fault"]): r for r in rows}
+    kept = [new.pop((r.get("stack"), r["fault"]), r) for r in old.get("rows", [])]
+    return kept + list(new.values()), {**old.get("stacks", {}), **stacks}
+
+
 def save(out: Path, rows: list[dict[str, Any]], stacks: dict[str, Any], load: Load) -> None:
+    rows, stacks = merged(out, rows, stacks)
     document = {
         "about": "fault x outcome x calls under the stack's own supervision (no harness restarts); written by "
         "bench/fault_matrix_supervised.py",
@@ -178,7 +206,12 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             save(args.out, rows, stacks, load)
         finally:
             if stack is not None:
-                stack.down()
+                if name in DOWN_WITHOUT_SUPERVISOR:  # `stack down` must stop everything without it too
+                    stack.kill("supervisor")
+                    stacks.setdefault(name, {})["down_with_supervisor_killed"] = True
+                left = stack.down()
+                stacks.setdefault(name, {})["left_running_after_down"] = left
+                save(args.out, rows, stacks, load)
     return rows
 
 
@@ -197,7 +230,14 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=Load.rate_per_s, help="calls started per second")
     parser.add_argument("--deadline", type=float, default=Load.deadline_s, help="each call's client deadline, s")
     parser.add_argument("--no-snapshot", action="store_true", help="run the live tree (see on_snapshot)")
+    parser.add_argument(
+        "--adopt", type=Path, default=None, help="merge the rows of another run's file into --out, run nothing"
+    )
     args = parser.parse_args()
+    if args.adopt:
+        other = json.loads(args.adopt.read_text())
+        save(args.out, other["rows"], {}, Load(**other["load"]))
+        args.print = True
     if not args.print and not args.no_snapshot and SNAPSHOT_ENV not in os.environ:
         on_snapshot(args.work or Path(tempfile.mkdtemp(prefix="skbqa-supervised-")))
     if not args.print:

@@ -9,8 +9,10 @@ sorted as in the other matrix (tests/integration/fault_matrix.py): answered with
 status within its deadline + slack, or lost; a clear status that came later than that counts as lost too.
 
 The reference of an answer: the embedded engine's ranking for its question and options; an answer flagged
-`degraded` (the encoder server down) must be the embedded BM25 ranking; a reranked answer whose notes say Ray
-failed must be the ranking without the reranker (what a failed reranker returns: its input order).
+`degraded` by the BM25 fallback (the encoder server down) must be the embedded BM25 ranking; one flagged degraded
+by step 8 (Ray down or starting: the reranker ran in process) must be the reranked ranking itself, which the
+in-process reranker gives as Ray does; a reranked answer whose notes say Ray failed without that fallback must be
+the ranking without the reranker (what a failed reranker returns: its input order).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from skbqa.v1 import api_pb2, api_pb2_grpc
 from tests.integration.fault_matrix import CLEAR_STATUSES, Call
 from tests.integration.fault_stack import ask_stream
 from tests.integration.supervised_stack import SupervisedStack, dropped_between, wait_for
+from tests.integration.supervisor_fault import supervisor_killed, supervisor_outcome
 
 RAY_FAILED = ("ray error", "ray timeout", "ray: invalid")
 RAY_PROCESSES = ("gcs_server", "raylet")
@@ -60,6 +63,8 @@ class Fault:
     label: str  # the row's "fault" column
     target: str  # the process the supervisor must start again ("grounding-0", "triton", "broker", …)
     ray: bool = False  # kill Ray's gcs_server and raylet under the target instead of the target itself
+    # the target is the supervisor: nothing restarts it (supervisor_fault.py says what the row checks instead)
+    supervisor: bool = False
     options: dict[str, str] = field(default_factory=dict)  # the load's request options
 
     @property
@@ -88,9 +93,20 @@ def ray_failed(notes: dict[str, Any]) -> bool:
     return any(marker in text for marker in RAY_FAILED)
 
 
+def degraded_by(notes: dict[str, Any]) -> str:
+    """Who answered a degraded call: "bm25" (a lost encoder or vector store), "rerank" (step 8 in process while
+    Ray was not answering), "" when the notes do not say."""
+    degraded = notes.get("degraded")
+    if not isinstance(degraded, dict):
+        return ""
+    return "rerank" if degraded.get("stage") == "rerank" else str(degraded.get("answered_by", ""))
+
+
 def reference(call: Call, question: str, fault: Fault, refs: References) -> list[int]:
     notes = call.notes[0] if call.notes else {}
     if call.degraded and call.degraded[0]:
+        if degraded_by(notes) == "rerank":
+            return refs.reranked[question] if fault.reranked else refs.af[question]
         return refs.bm25[question]
     if fault.reranked and not ray_failed(notes):
         return refs.reranked[question]
@@ -142,7 +158,7 @@ def classify(
     answered, lost = 0, 0
     clear: Counter[str] = Counter()
     reasons: Counter[str] = Counter()
-    duplicates = degraded = ray_fallback = 0
+    duplicates = degraded = in_process = ray_fallback = 0
     for call in calls:
         question = questions[call.index]
         took = call.ended - call.began
@@ -162,8 +178,10 @@ def classify(
             reasons["wrong ranking"] += 1
         else:
             answered += 1
-            degraded += bool(call.degraded[0])
-            ray_fallback += fault.reranked and ray_failed(call.notes[0])
+            by_rerank = bool(call.degraded[0]) and degraded_by(call.notes[0]) == "rerank"
+            in_process += by_rerank
+            degraded += bool(call.degraded[0]) and not by_rerank
+            ray_fallback += fault.reranked and not by_rerank and ray_failed(call.notes[0])
     return {
         "sent": len(calls),
         "answered": answered,
@@ -172,8 +190,10 @@ def classify(
         "lost_reasons": dict(reasons),
         "duplicates_delivered": duplicates,
         "answered_degraded_bm25": degraded,
+        "answered_degraded_rerank_in_process": in_process,
         "answered_without_ray_rerank": ray_fallback,
         "max_call_s": round(max((c.ended - c.began for c in calls), default=0.0), 2),
+        "max_past_deadline_s": round(max((c.ended - c.began - load.deadline_s for c in calls), default=0.0), 2),
         "over_deadline_plus_slack": sum(1 for c in calls if c.ended - c.began > load.deadline_s + load.slack_s),
         "clear_status_details": sorted({f"{c.status}: {c.detail}" for c in calls if c.status in CLEAR_STATUSES}),
     }
@@ -184,6 +204,13 @@ def _recovery(
 ) -> dict[str, Any]:
     """Kill the target, then time the supervisor's restart, the new process's health and the first normal answer
     (a probe sent after the restarted process is healthy). Runs beside the load."""
+    question = next(iter(refs.af))
+    if fault.supervisor:
+        return supervisor_killed(
+            stack,
+            lambda: answered_normally(ask(stub, -1, question, fault.options, 10.0), question, fault, refs),
+            load.recover_within_s,
+        )
     evidence: dict[str, Any] = {"restarts_before": stack.restarts(fault.target)}
     old_pid = int(stack.record(fault.target)["pid"])
     killed_at = time.monotonic()
@@ -201,7 +228,6 @@ def _recovery(
     if restarted:
         healthy = wait_for(lambda: stack.healthy(fault.target), load.recover_within_s)
         evidence["healthy_after_s"] = since() if healthy else None
-    question = next(iter(refs.af))
     remaining = max(1.0, load.recover_within_s - (time.monotonic() - killed_at))
     normal = wait_for(
         lambda: answered_normally(ask(stub, -1, question, fault.options, 10.0), question, fault, refs),
@@ -218,7 +244,12 @@ def run_row(
 ) -> dict[str, Any]:
     """One row: settle, drive the load with the fault injected at `fault_at_s`, wait for the supervisor; the
     row's counts and evidence (nothing is asserted here)."""
-    channel = grpc.insecure_channel(stack.gateway)
+    # A channel whose server went away (the gateway killed) waits out a reconnect backoff that grows to 120 s by
+    # default, failing calls UNAVAILABLE meanwhile: capped at 1 s, so the row times the gateway, not the backoff.
+    channel = grpc.insecure_channel(
+        stack.gateway,
+        options=[("grpc.initial_reconnect_backoff_ms", 200), ("grpc.max_reconnect_backoff_ms", 1000)],
+    )
     stub = api_pb2_grpc.SkbqaStub(channel)
     try:
         if not settle(stack, stub, fault, refs, 240.0):
@@ -301,12 +332,18 @@ def run_row(
 def outcome(counts: dict[str, Any], evidence: dict[str, Any], fault: Fault) -> str:
     """The row's outcome column, from what was measured."""
     parts = []
-    if evidence.get("restarted_after_s") is None:
+    if fault.supervisor:
+        parts.append(supervisor_outcome(evidence))
+    elif evidence.get("restarted_after_s") is None:
         parts.append(f"{fault.target} NOT restarted by the supervisor")
     else:
         parts.append(f"restarted by the supervisor after {evidence['restarted_after_s']} s")
     if counts["answered_degraded_bm25"]:
         parts.append(f"{counts['answered_degraded_bm25']} answered degraded (BM25), flagged")
+    if counts.get("answered_degraded_rerank_in_process"):
+        parts.append(
+            f"{counts['answered_degraded_rerank_in_process']} answered degraded (step 8 in process), flagged"
+        )
     if counts["answered_without_ray_rerank"]:
         parts.append(f"{counts['answered_without_ray_rerank']} answered without step 8 (Ray failed, in notes)")
     if counts["clear_status"]:

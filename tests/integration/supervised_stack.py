@@ -8,6 +8,7 @@ nobody here: a killed one is reaped by init, as under Kubernetes, rather than le
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -53,6 +54,8 @@ class StackConfig:
     ray: bool = True
     triton: bool = True
     durable: bool = False
+    prometheus: bool = False  # `--prometheus`: Prometheus scraping every service, a process the supervisor watches
+    colocate: tuple[str, ...] = ()  # `--colocate GROUP` each: one process per group ("parser+symbols-0")
 
     def up_args(self) -> list[str]:
         args = [f"--replicas={role}={n}" for role, n in self.replicas.items()]
@@ -61,6 +64,8 @@ class StackConfig:
             + ["--no-ray"] * (not self.ray)
             + ["--no-triton"] * (not self.triton)
             + ["--durable"] * self.durable
+            + ["--prometheus"] * self.prometheus
+            + [f"--colocate={group}" for group in self.colocate]
         )
 
 
@@ -128,10 +133,17 @@ class SupervisedStack:
 
     def kill(self, name: str) -> int:
         """kill -9 of the process group the stack records for `name` (the process and what it started, as a pod
-        dies); returns the killed pid."""
+        dies); returns the killed pid (one already gone is no error: the point is that it is dead)."""
         pid = int(self.record(name)["pid"])
-        os.killpg(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
         return pid
+
+    def restart(self, name: str) -> subprocess.CompletedProcess[str]:
+        """`skbqa stack restart NAME` (the name before the options: argparse takes an optional positional only
+        there)."""
+        argv = [sys.executable, "-m", "skbqa", "stack", "restart", name, "--dir", str(self.directory)]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
 
     def kill_descendants(self, name: str, commands: tuple[str, ...]) -> list[int]:
         """kill -9 of the processes under `name`'s recorded pid whose command is one of `commands` (Ray's
@@ -139,16 +151,9 @@ class SupervisedStack:
         root = int(self.record(name)["pid"])
         children: dict[int, list[int]] = {}
         comm: dict[int, str] = {}
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            pid = int(entry.name)
-            comm[pid] = stat[stat.index("(") + 1 : stat.rindex(")")]
-            children.setdefault(int(stat[stat.rindex(")") + 2 :].split()[1]), []).append(pid)
+        for pid, parent, _group, command in _processes():
+            comm[pid] = command
+            children.setdefault(parent, []).append(pid)
         found, todo = [], [root]
         while todo:
             for child in children.get(todo.pop(), []):
@@ -190,9 +195,32 @@ class SupervisedStack:
 
     # -------------------------------------------------------------------------------------------- down
 
-    def down(self) -> None:
-        if (self.directory / "stack.json").is_file():
-            cli("down", self.directory, timeout_s=180)
+    def down(self) -> list[str]:
+        """`skbqa stack down`; what it left running of the process groups the stack recorded (must be nothing):
+        "name: pid command" per process still in one of those groups afterwards."""
+        if not (self.directory / "stack.json").is_file():
+            return []
+        groups = {int(r["pid"]): r["name"] for r in self.state()["processes"]}
+        cli("down", self.directory, timeout_s=180)
+        time.sleep(1.0)  # a group's last members may still be exiting after SIGKILL
+        return [f"{groups[pgid]}: {pid} {comm}" for pid, _parent, pgid, comm in _processes() if pgid in groups]
+
+
+def _processes() -> list[tuple[int, int, int, str]]:
+    """(pid, parent, process group, command) of every live process (zombies excluded: they have exited)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if fields[0] != "Z":
+            command = stat[stat.index("(") + 1 : stat.rindex(")")]
+            found.append((int(entry.name), int(fields[1]), int(fields[2]), command))
+    return found
 
 
 def dropped_between(before: dict[str, tuple[int, float]], after: dict[str, tuple[int, float]]) -> int:

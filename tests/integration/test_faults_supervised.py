@@ -1,11 +1,14 @@
 """The fault matrix under the stack's own supervision, reduced (the full one: bench/fault_matrix_supervised.py):
-one stack started by `skbqa stack up` (Triton, Ray in the reranker service, two ranking replicas), a bounded load
+one stack started by `skbqa stack up` (Triton, Ray in the reranker service, parser and symbols co-located in one
+process, two ranking replicas), a bounded load
 of AskStream calls with client deadlines, kill -9 by the PID the stack reports, and nothing restarted by the test.
 
 Each row must show: no call lost (every call answered with the embedded ranking for it — BM25 when flagged
 degraded, the ranking without step 8 when Ray failed and the notes say so — or refused with a clear status within
 its deadline + slack), no duplicate answer delivered, and the killed process started again by the supervisor (its
-restart count up in `skbqa stack status`) and answering normally afterwards.
+restart count up in `skbqa stack status`) and answering normally afterwards. The gateway's row: calls in flight on
+it and calls made while it is down end UNAVAILABLE (a clear status, not lost); the rows of the stages behind it
+must see none.
 """
 
 from __future__ import annotations
@@ -40,7 +43,11 @@ pytestmark = [
 # Short rows: the load stops `tail_s` after the stack answers normally again.
 LOAD = Load(rate_per_s=2.0, clients=4, max_calls=300, tail_s=5.0)
 
+GROUP = "parser+symbols"  # co-located in one process; grounding stays alone for its own row
+
 FAULTS = [
+    Fault("kill -9 of the gateway (clients see UNAVAILABLE while it is down)", "gateway-0"),
+    Fault(f"kill -9 of the co-located group {GROUP}", f"{GROUP}-0"),
     Fault("kill -9 of the grounding service (1 replica)", "grounding-0"),
     Fault("kill -9 of one ranking replica of 2", "ranking-0"),
     Fault("kill -9 of the Triton encoder server", "triton"),
@@ -60,7 +67,7 @@ def references(biomed_sample_engine: Any) -> References:
 
 @pytest.fixture(scope="module")
 def stack(biomed_sample_engine: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SupervisedStack]:
-    config = StackConfig("test", replicas={"ranking": 2})
+    config = StackConfig("test", replicas={"ranking": 2}, colocate=(GROUP,))
     running = SupervisedStack.up(
         biomed_sample_engine.stores.directory, tmp_path_factory.mktemp("supervised-faults"), config
     )
@@ -89,3 +96,5 @@ def test_a_fault_under_supervision_loses_no_call(
     assert evidence["status_health_after"] in ("SERVING", "up"), evidence
     assert row["recovered_after_s"] is not None, evidence
     assert os.getpgid(evidence["new_pid"]) == evidence["new_pid"]  # alive, in a process group of its own
+    if fault.target != "gateway-0":  # only a gateway's death is seen by clients as a status
+        assert not row["clear_status"], row["clear_status_details"]

@@ -6,8 +6,9 @@ The budget against the gateway's own end-to-end time over the real stages: tests
 
 from __future__ import annotations
 
+import contextlib
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import grpc
 import pytest
@@ -79,13 +80,13 @@ def test_a_core_that_forwards_the_request_itself_gets_the_marks_once() -> None:
     assert not untraced.hops
 
 
-@pytest.fixture
-def pipeline() -> Iterator[api_pb2_grpc.SkbqaStub]:
+@contextlib.contextmanager
+def pipeline_of(core_for: Callable[[str], type[GatedStageCore]] = lambda _role: GatedStageCore):
     """The gateway's servicer and bus backend, and five stage workers whose cores forward (the last answers)."""
     bus = MemoryBus()
     bus.ensure_topics(topics.ALL)
     cores = [
-        GatedStageCore(open_gate=True, role=role, topics=(CHAIN[n], CHAIN[n + 1]), final=role == "reranker")
+        core_for(role)(open_gate=True, role=role, topics=(CHAIN[n], CHAIN[n + 1]), final=role == "reranker")
         for n, role in enumerate(ROLES)
     ]
     workers = [
@@ -99,6 +100,12 @@ def pipeline() -> Iterator[api_pb2_grpc.SkbqaStub]:
             yield stub
     finally:
         bus.close()
+
+
+@pytest.fixture
+def pipeline() -> Iterator[api_pb2_grpc.SkbqaStub]:
+    with pipeline_of() as stub:
+        yield stub
 
 
 def test_every_hop_is_marked_in_order_and_recorded_at_the_gateway(pipeline) -> None:
@@ -141,3 +148,44 @@ def test_an_answer_without_a_trace_is_passed_through() -> None:
     response = api_pb2.AskResponse(timings_ms={"total": 3.0})
     latency_trace.finish(envelope, response)
     assert dict(response.timings_ms) == {"total": 3.0}
+
+
+class _PartialAtGrounding(GatedStageCore):
+    """Grounding as in the pipeline: on a streamed request it also answers a partial, then forwards."""
+
+    def process(self, message: StageMessage) -> StageOutput:
+        output = super().process(message)
+        if message.stream_partial:
+            partial = api_pb2.AskResponse(partial=True, timings_ms={"total": 1.0})
+            output.answers.append(
+                AnswerEnvelope(
+                    request_id=message.request_id,
+                    kind=AnswerEnvelope.PARTIAL,
+                    gateway_id=message.gateway_id,
+                    answer=partial.SerializeToString(),
+                )
+            )
+        return output
+
+
+def test_a_streamed_partial_carries_the_hops_completed_by_then_and_the_final_all() -> None:
+    with pipeline_of(lambda role: _PartialAtGrounding if role == "grounding" else GatedStageCore) as stub:
+        before = {hop: hop_count(hop) for hop in hops.HOPS}
+        events = list(stub.AskStream(api_pb2.AskRequest(question="streamed"), timeout=30))
+        after = {hop: hop_count(hop) for hop in hops.HOPS}
+    assert [event.WhichOneof("event") for event in events] == ["partial", "final"]
+    partial, final = events[0].partial, events[1].final
+    done = ("parser", "symbols", "grounding")  # the stages before the partial left
+    expected = [
+        hops.GATEWAY_ACCEPT,
+        *(h for stage in done for h in (hops.queue_hop(stage), hops.compute_hop(stage))),
+    ]
+    expected += [hops.ANSWER_QUEUE, hops.GATEWAY_RETURN]
+    parts = {key: ms for key, ms in partial.timings_ms.items() if key.startswith(hops.TIMING_PREFIX)}
+    assert sorted(parts) == sorted(f"hop.{hop}" for hop in expected)
+    assert partial.timings_ms["total"] == 1.0  # the stage's own timings stay
+    assert sum(parts.values()) == pytest.approx(partial.timings_ms["end_to_end"], abs=0.01)
+    final_parts = {key for key in final.timings_ms if key.startswith(hops.TIMING_PREFIX)}
+    assert final_parts == {f"hop.{hop}" for hop in hops.HOPS}
+    assert final.timings_ms["end_to_end"] >= partial.timings_ms["end_to_end"]
+    assert all(after[hop] - before[hop] == 1 for hop in hops.HOPS)  # the histogram counts the call once

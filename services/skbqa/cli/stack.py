@@ -15,7 +15,10 @@ def add_stack_parser(sub: Any) -> None:
     p = sub.add_parser("stack", help="start / stop the local distributed stack (broker, Triton, services, Ray)")
     p.add_argument("action", choices=("up", "down", "status", "restart"))
     p.add_argument(
-        "name", nargs="?", default=None, help="restart: a process (ranking-1) or a role (ranking, broker)"
+        "name",
+        nargs="?",
+        default=None,
+        help="restart: a process (ranking-1), a role (ranking, broker) or the supervisor",
     )
     p.add_argument("--index", type=Path, default=None, help="index directory (up)")
     p.add_argument("--dir", type=Path, default=Path(".skbqa/stack"), help="state and logs")
@@ -82,7 +85,8 @@ def run_stack(args: argparse.Namespace) -> int:
         for record in state["processes"]:
             print(
                 f"{record['name']:<{width}} pid {record['pid']:<8} {process_health(record):<12} "
-                f"restarts {restarts.get(record['name'], 0):<3} {json.dumps(record['ports'])}"
+                f"restarts {restarts.get(record['name'], 0):<3} {served_version(record):<6} "
+                f"{json.dumps(record['ports'])}"
             )
         return 0
     if args.index is None:
@@ -106,6 +110,24 @@ def run_stack(args: argparse.Namespace) -> int:
     print(json.dumps(ports, indent=2))
     print(f"stop it with: skbqa stack down --dir {args.dir}")
     return 0
+
+
+def served_version(record: dict[str, Any]) -> str:
+    """`kb N`: the knowledge-base version a service serves (the updater: the newest it folded), read from its
+    `skbqa_kb_version` gauge; "" for processes without one."""
+    import urllib.request
+
+    port = record.get("ports", {}).get("metrics")
+    if not port or record["name"] == "triton":
+        return ""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{int(port)}/metrics", timeout=2) as reply:
+            for line in reply.read().decode().splitlines():
+                if line.startswith("skbqa_kb_version{"):
+                    return f"kb {float(line.rsplit(' ', 1)[1]):.0f}"
+    except (OSError, ValueError):
+        return ""
+    return ""
 
 
 def process_health(record: dict[str, Any]) -> str:

@@ -94,7 +94,11 @@ def tcp_open(port: int) -> bool:
 
 def write_state(directory: Path, records: Sequence[ProcessRecord], extra: Mapping[str, object]) -> Path:
     path = directory / STATE
-    path.write_text(json.dumps({"processes": [asdict(r) for r in records], **extra}, indent=2))
+    # Written aside and renamed over: a writer killed mid-write (the supervisor's kill -9) must not leave a
+    # truncated file, which `stack status` and `stack down` could not read — and `down` would stop nothing.
+    tmp = path.with_name(f".{STATE}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"processes": [asdict(r) for r in records], **extra}, indent=2))
+    tmp.replace(path)
     return path
 
 

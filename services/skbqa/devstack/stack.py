@@ -58,8 +58,8 @@ class StackOptions:
     @property
     def service_roles(self) -> tuple[str, ...]:
         """The roles the stack starts a process (per replica) for, in pipeline order: the gateway, then each
-        stage service (a co-located group under its "a+b" role)."""
-        return ("gateway", *service_roles(self.colocate))
+        stage service (a co-located group under its "a+b" role), then the updater (live updates' one writer)."""
+        return ("gateway", *service_roles(self.colocate), "updater")
 
     def validate(self) -> None:
         if not (self.index / "manifest.json").is_file():
@@ -75,6 +75,8 @@ class StackOptions:
                 raise InvalidInputError(
                     f"unknown role {role!r} in --replicas; roles: {', '.join(self.service_roles)}"
                 )
+            if role == "updater" and count != 1:
+                raise InvalidInputError("the updater is the index's one writer: it runs as exactly one process")
             if not 1 <= count <= 8:
                 raise InvalidInputError(f"replicas of {role} must be 1..8, got {count}")
         if self.prometheus and shutil.which("prometheus") is None:
@@ -324,7 +326,9 @@ def stack_down(directory: Path) -> list[str]:
 def stack_restart(directory: Path, which: str) -> list[str]:
     """Stop and start again the recorded processes named `which` ("ranking-1") or of role `which` ("ranking",
     "broker"; a stage co-located with others restarts its group's processes), with their recorded command, ports
-    and environment; counted as restarts."""
+    and environment; counted as restarts. `which="supervisor"` starts the supervisor again: nothing else does
+    after a kill -9 of it (its children keep serving meanwhile, unwatched), and its first pass restarts what
+    exited while it was away."""
     from skbqa.devstack.supervisor import SUPERVISOR, records_of, relaunch, save, state_lock
 
     with state_lock(directory):
@@ -333,7 +337,7 @@ def stack_restart(directory: Path, which: str) -> list[str]:
         chosen = [
             i
             for i, r in enumerate(records)
-            if r.name != SUPERVISOR
+            if (r.name != SUPERVISOR or which == SUPERVISOR)
             and (which in (r.name, r.name.rsplit("-", 1)[0]) or which in r.name.rsplit("-", 1)[0].split(SEPARATOR))
         ]
         if not chosen:

@@ -7,7 +7,8 @@ Who marks what, so that consecutive marks are contiguous:
 - each stage worker: `<stage>_queue` when it takes the message, `<stage>_compute` right before it publishes its
   outputs (the forward and any answers carry the same marks);
 - the bus backend's answer router: `answer_queue` when it reads the answer;
-- the servicer: the histogram per hop, then `gateway_return` when the response is ready, and the `timings_ms` keys.
+- the servicer: the histogram per hop, then `gateway_return` when the response is ready, and the `timings_ms` keys;
+  on a partial answer (AskStream) the keys of the hops completed by then, and no histogram.
 """
 
 from __future__ import annotations
@@ -50,13 +51,27 @@ def carry(request: stages_pb2.StageMessage, output: StageOutput, stage: str, tak
 def finish(envelope: stages_pb2.AnswerEnvelope, response: api_pb2.AskResponse) -> None:
     """At the gateway, with the final answer's response ready: record each hop in `skbqa_hop_seconds`, close the
     trace (`gateway_return`) and add the budget to the response's `timings_ms` (`hop.<hop>` and `end_to_end`)."""
+    _close(envelope, response, record=True)
+
+
+def so_far(envelope: stages_pb2.AnswerEnvelope, response: api_pb2.AskResponse) -> None:
+    """At the gateway, with a partial answer's response ready (AskStream): the same `timings_ms` keys for the
+    hops the request has completed by then — up to the compute hop of the stage that sent the partial, its
+    answer_queue and this event's gateway_return — and `end_to_end` as accept → this event. Nothing is recorded
+    in `skbqa_hop_seconds`: the histogram counts each call once, at its final answer."""
+    _close(envelope, response, record=False)
+
+
+def _close(envelope: stages_pb2.AnswerEnvelope, response: api_pb2.AskResponse, *, record: bool) -> None:
     marks = marks_of(envelope)
     parts = hops.parts_us(marks)
     if not parts:
         return
     metrics = get_metrics()
-    for hop, us in parts.items():  # before the trace closes: recording it is the gateway's own work
-        metrics.observe_hop(hop, us / 1e6)
+    if record:
+        for hop, us in parts.items():  # before the trace closes: recording it is the gateway's own work
+            metrics.observe_hop(hop, us / 1e6)
     parts[hops.GATEWAY_RETURN] = hops.now_us() - marks[-1][1]
-    metrics.observe_hop(hops.GATEWAY_RETURN, parts[hops.GATEWAY_RETURN] / 1e6)
+    if record:
+        metrics.observe_hop(hops.GATEWAY_RETURN, parts[hops.GATEWAY_RETURN] / 1e6)
     response.timings_ms.update(hops.budget_timings(parts))

@@ -201,6 +201,7 @@ class SkbqaServicer(api_pb2_grpc.SkbqaServicer):
         except InvalidInputError as exc:
             raise _Aborted(INVALID_ARGUMENT, str(exc)) from None
         latency_trace.mark(message, hops.ACCEPTED, accepted_us)
+        message.min_version = request.min_version  # the distributed form's first stage answers at it or later
         replay: tuple[str, str, bytes] | None = None
         if request.request_id:
             replay = (self._identify(context), request.request_id, fingerprint(message))
@@ -311,4 +312,5 @@ class SkbqaServicer(api_pb2_grpc.SkbqaServicer):
                 latency_trace.finish(envelope, response)
                 yield response
                 return
+            latency_trace.so_far(envelope, response)  # a streamed partial: the hops completed by now
             yield response
