@@ -281,3 +281,12 @@ def test_a_start_or_end_of_a_name_said_outright(engine: EmbeddedEngine) -> None:
     assert [(c.attribute, c.op, c.value) for c in parsed.constraints] == [("name", "STARTS WITH", "delta")]
     assert edges(parsed) == {("y", "imports", "c1")}
     assert top(engine, "modules whose name ends with -ui", 1) == {3}
+
+
+def test_a_word_glued_into_an_identifier_is_no_value_of_its_own() -> None:
+    from skbqa.stages.parse.attribute_mentions import _part_of_an_identifier
+    from skbqa.stages.parse.question_text import QuestionText
+
+    text = QuestionText.of("packages tagged hardware::power:acpi in the hardware facet")
+    assert _part_of_an_identifier(text, 2, 3)  # "hardware" of the tag's name
+    assert not _part_of_an_identifier(text, 8, 9)  # "the hardware facet"

@@ -287,6 +287,7 @@ class AttributeSpotter:
                     and (len(surface) >= MIN_BARE_VALUE_CHARS or _acronym_as_stored(surface, value))
                     and not _NUMBER.match(surface)
                     and not (n == 1 and is_discourse_word(text.tokens[start].lower))  # "*Other* than X, …"
+                    and not _part_of_an_identifier(text, start, end)
                 ):
                     return SpottedConstraint(AttributeConstraint(self._symbol, key, "=", value), start, end)
                 if n == 1 and text.free(start, end) and (value := _acronym_spelt_out(surface, values)) is not None:
@@ -364,6 +365,13 @@ def _acronym_spelt_out(surface: str, values: dict[str, str]) -> str | None:
         and low != v.lower()
     ]
     return found[0] if len(found) == 1 else None
+
+
+def _part_of_an_identifier(text: QuestionText, start: int, end: int) -> bool:
+    """ "*hardware*::power:acpi", "works-with::audio": glued by a colon, slash or dot to the tokens around it, the
+    words are a piece of one name or code, not a value of their own."""
+    glue = (text.gap_before(start) if start > 0 else "", text.gap_before(end) if end < len(text) else "")
+    return any(g and not g.isspace() and any(c in g for c in ":/.") for g in glue)
 
 
 def _acronym_as_stored(surface: str, value: str) -> bool:

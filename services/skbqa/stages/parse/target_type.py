@@ -28,6 +28,7 @@ from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_di
 from skbqa.stages.parse.sibling_questions import sibling_type
 from skbqa.stages.parse.type_mentions import (
     ARTICLES,
+    INTRODUCERS,
     TypeMention,
     TypeVocabulary,
     choose_target,
@@ -316,7 +317,14 @@ class TargetTypeReader:
         text.claim(head.start, head.end, "target")
         # "architecture-independent … packages": the type word restates the answer; but "… depended on by *the
         # package* X" types the name after it, and its clause must stay whole
-        if chosen is not None and chosen.type_name == synonym and not any(s == chosen.end for s, _ in spans):
+        # nor does "… suggest *any package* that …", an unnamed node on the way that an article introduces
+        introduced = chosen is not None and chosen.start > 0 and text.tokens[chosen.start - 1].lower in INTRODUCERS
+        if (
+            chosen is not None
+            and chosen.type_name == synonym
+            and not introduced
+            and not any(s == chosen.end for s, _ in spans)
+        ):
             text.claim(chosen.start, chosen.end, "target")
         warnings.append(f"target type {synonym!r} read from {text.span_text(head.start, head.end)!r}")
         return synonym, "synonym"
