@@ -290,3 +290,14 @@ def test_a_word_glued_into_an_identifier_is_no_value_of_its_own() -> None:
     text = QuestionText.of("packages tagged hardware::power:acpi in the hardware facet")
     assert _part_of_an_identifier(text, 2, 3)  # "hardware" of the tag's name
     assert not _part_of_an_identifier(text, 8, 9)  # "the hardware facet"
+
+
+def test_a_question_in_capitals_reads_no_family_from_its_capitals(engine: EmbeddedEngine) -> None:
+    from skbqa.stages.parse.family_prefixes import _shouted
+    from skbqa.stages.parse.question_text import QuestionText
+
+    assert _shouted(QuestionText.of("WHICH MODULES IMPORT ALPHA-CORE"))
+    assert not _shouted(QuestionText.of("which TLR genes are linked to asthma"))
+    parsed = parse(engine, "WHICH MODULES IMPORT ALPHA-CORE")
+    assert not parsed.constraints
+    assert edges(parsed) == {("y", "imports", "c1")}

@@ -51,6 +51,8 @@ class FamilyPrefixSpotter:
         columns = self.columns(node_type)
         if not columns:
             return []
+        if _shouted(text):
+            return []  # a question typed in capitals says nothing by its capitals ("WHICH PACKAGES …")
         type_word = node_type.replace("_", " ").split()[-1].lower()
         found: list[SpottedConstraint] = []
         for index, token in enumerate(text.tokens):
@@ -84,6 +86,14 @@ class FamilyPrefixSpotter:
                 )
                 found.append(SpottedConstraint(constraint, index, index + 1))
         return found
+
+
+SHOUTED_SHARE = 0.6  # of a question's words of two letters or more written all in capitals
+
+
+def _shouted(text: QuestionText) -> bool:
+    words = [t.text for t in text.tokens if len(t.text) >= 2 and t.text.isalpha()]
+    return bool(words) and sum(w.isupper() for w in words) >= SHOUTED_SHARE * len(words)
 
 
 def _modifies(text: QuestionText, index: int) -> bool:
