@@ -87,7 +87,7 @@ def wait_for_health(ports: tuple[int, ...], status: int, within_s: float) -> flo
         if all(health(port) == status for port in ports):
             return time.monotonic() - started
         time.sleep(0.2)
-    raise AssertionError(f"health did not turn {status} within {within_s} s")
+    raise AssertionError(f"health did not turn {status} within {within_s} s: {[health(p) for p in ports]}")
 
 
 def test_a_lost_broker_never_holds_a_call_past_its_deadline(gateway: tuple[BrokerHandle, int, int]) -> None:

@@ -40,6 +40,7 @@ BUS_DOWN = "the message bus is unreachable; retry shortly"
 # Request ids of calls that ended without their final answer (deadline passed), remembered so that an answer
 # arriving after them is counted as late rather than as a duplicate; the oldest are forgotten first.
 ENDED_UNANSWERED = 4096
+STAGE_WATCH_INTERVAL_S = 2.0  # how often the stages' lag is read (the health probe's own period)
 
 
 class BusBackend:
@@ -88,6 +89,14 @@ class BusBackend:
         self._unanswered: OrderedDict[str, None] = OrderedDict()
         self._thread = threading.Thread(target=self._route, name="skbqa-answers", daemon=True)
         self._thread.start()
+        # The stages are watched on a thread of their own: their lag calls go to the broker and can block for
+        # their timeouts when it dies mid-call, and the health probe must still see a lost broker at once.
+        self._stalled = ""  # the stage watch's last verdict ("" = every stage takes work)
+        if self._liveness is not None:
+            interval = min(STAGE_WATCH_INTERVAL_S, stall_s / 2)
+            threading.Thread(
+                target=self._watch_stages, args=(self._liveness, interval), name="skbqa-stage-watch", daemon=True
+            ).start()
 
     def submit(self, message: StageMessage, timeout_s: float | None = None) -> Waiter:
         """Publish the request and return its waiter; TimeoutError when the publish does not finish within
@@ -144,7 +153,16 @@ class BusBackend:
             return self._down
         if not self._assigned.is_set():
             return "the answer consumer has no partitions yet"
-        return self._liveness.check() if self._liveness is not None else ""
+        return self._stalled
+
+    def _watch_stages(self, liveness: StageLiveness, interval_s: float) -> None:
+        while not self._stop.is_set():
+            if not self._down:  # a broker that is away has no lag to tell
+                try:
+                    self._stalled = liveness.check()
+                except Exception as exc:  # keep the last verdict; the probe reports the broker itself
+                    logger.warning("stage watch: %s", str(exc).splitlines()[0] if str(exc) else exc)
+            self._stop.wait(interval_s)
 
     def wait_ready(self, timeout_s: float) -> bool:
         return self._assigned.wait(timeout_s)

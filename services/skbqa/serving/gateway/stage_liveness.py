@@ -1,8 +1,9 @@
 """Readiness that means the pipeline works: the gateway watches every stage's input topic and reports a stage
 that has stopped taking work.
 
-Every health probe (`BusBackend.probe`, every few seconds) asks the bus for each stage group's lag on its input
-topic. A stage is stalled when messages wait for it, their number has not gone down for `stall_s` seconds, and
+Every two seconds a watcher thread of the gateway (`BusBackend`) asks the bus for each stage group's lag on its
+input topic; the health probe reads its last verdict, so lag calls blocked by a broker that died mid-call never
+delay the probe's own check of the broker. A stage is stalled when messages wait for it, their number has not gone down for `stall_s` seconds, and
 no answer has come back in that time either: its consumers are dead, or all of them are stuck. (Under a load
 faster than a stage, its lag may only grow while answers still flow: that stage works.) A stage with nothing
 waiting is never stalled (an idle pipeline is a working one), so a dead stage is reported within `stall_s` of the
