@@ -15,7 +15,7 @@ from skbqa.stages.parse.constants import Constant
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
 from skbqa.stages.parse.relation_labels import EDGE_NAME
 from skbqa.stages.parse.relations import stems
-from skbqa.stages.parse.spelling import word_classes
+from skbqa.stages.parse.spelling import reads_as_participle, word_classes
 from skbqa.stages.parse.type_mentions import PREPOSITIONS, TypeMention, TypeVocabulary, noun_lemma
 from skbqa.stores.index import IndexStores
 
@@ -140,14 +140,10 @@ class ClauseRoles:
         content = [w for w in after_words if w not in FUNCTION_WORDS]
         return (
             len(content) >= 2
-            and _is_participle(content[0])
+            and reads_as_participle(content[0])
             and any(self.names_edge(w) for w in content[1:])
             and not any(is_narrower_noun(w) or w in INVERSE_WORDS for w in content)
         )
-
-
-def _is_participle(word: str) -> bool:
-    return word.endswith(("ed", "en")) and "VERB" in word_classes(word)
 
 
 def _subject_of_a_relative(text: QuestionText, mention: TypeMention, constant: Constant) -> bool:

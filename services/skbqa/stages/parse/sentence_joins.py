@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from skbqa.stages.parse.spelling import is_plain_verb, word_classes
+from skbqa.stages.parse.spelling import is_plain_verb, only_a_verb, reads_as_participle, word_classes
 
 # Where a sentence or a clause set off by a dash ends.
 _SENTENCE_END = re.compile(r"[.;!?]\s+|\s[-–—]+\s")
@@ -85,19 +85,16 @@ def join_topic(question: str) -> str | None:
         return None
     topic, rest = question[: end.start()].strip(), question[end.end() :].strip()
     possessive = _POSSESSIVE.search(rest)
-    if not topic or possessive is None or not _asks(rest) or _states(topic):
-        return None
-    if _asks(topic):
+    if not topic or possessive is None or not _asks(rest) or _asks(topic) or _states(topic):
         return None
     end_of_phrase = possessive.start("noun")
+    previous = ""
     for word in _WORD.finditer(rest, possessive.start("noun")):
         between = rest[end_of_phrase : word.start()]
         lower = word.group().lower()
-        first = word.start() == possessive.start("noun")
-        verb = _only_a_verb(lower) or (rest[:end_of_phrase].endswith("s") and is_plain_verb(lower))
-        if not first and (lower in _PHRASE_STOPS or verb or between.strip()):
+        if previous and (lower in _PHRASE_STOPS or _verb_after(previous, lower) or between.strip()):
             break
-        end_of_phrase = word.end()
+        end_of_phrase, previous = word.end(), lower
     phrase = rest[possessive.start("noun") : end_of_phrase]
     return rest[: possessive.start()] + f"the {phrase} of {topic}" + rest[end_of_phrase:]
 
@@ -107,7 +104,7 @@ def _states(part: str) -> bool:
     verb, or a third-person "-s" form before the part's end ("X *imports* Y")."""
     words = [w.lower() for w in _WORD.findall(part)]
     return any(
-        _only_a_verb(w) or (k < len(words) - 1 and w.endswith("s") and is_plain_verb(w[:-1]))
+        only_a_verb(w) or (k < len(words) - 1 and w.endswith("s") and is_plain_verb(w[:-1]))
         for k, w in enumerate(words)
     )
 
@@ -148,7 +145,10 @@ def _described_set(statement: str, noun: str | None) -> str | None:
     if not after:  # the set is the statement's object: "cron provides *some packages*"
         return f"the {noun_phrase} that {before}" if before else None
     if _SUBJECT_OPENERS.match(before):  # its subject: "(there are) *several packages* (that) provide X"
-        reduced = _REDUCED_RELATIVE_START.match(after) or _is_participle(after.split()[0])
+        first_word = after.split()[0].lower()
+        reduced = _REDUCED_RELATIVE_START.match(after) or (
+            only_a_verb(first_word) and reads_as_participle(first_word)
+        )
         return f"the {noun_phrase} {after}" if reduced else f"the {noun_phrase} that {after}"
     return None
 
@@ -159,21 +159,16 @@ def _noun_phrase_end(statement: str, start: int) -> int:
     previous = ""
     for match in _WORD.finditer(statement, start):
         word = match.group().lower()
-        # "several modules *import* X": a plain verb after a plural, though English has the noun too
-        verb = _only_a_verb(word) or (previous.endswith("s") and is_plain_verb(word))
-        if match.start() > start and (word in _PHRASE_STOPS or verb):
+        if match.start() > start and (word in _PHRASE_STOPS or _verb_after(previous, word)):
             return match.start()
         previous = word
     return len(statement)
 
 
-def _only_a_verb(word: str) -> bool:
-    classes = word_classes(word)
-    return "VERB" in classes and not {"NOUN", "ADJ"} & classes
-
-
-def _is_participle(word: str) -> bool:
-    return _only_a_verb(word.lower()) and word.lower().endswith(("ed", "en"))
+def _verb_after(previous: str, word: str) -> bool:
+    """Whether `word`, after `previous`, is a verb ending a noun phrase: English reads it only as a verb, or it is a
+    plain verb after a plural ("several modules *import* X", though English has the noun too)."""
+    return only_a_verb(word) or (previous.endswith("s") and is_plain_verb(word))
 
 
 # "*Apart from LRRK2 itself*, which genes share a disease with LRRK2?": an aside that sets the named node aside,

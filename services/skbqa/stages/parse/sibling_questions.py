@@ -5,7 +5,7 @@ kind, the one that can reach the shared node. English only; the types come from 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from skbqa.skb.schema import Schema
 from skbqa.stages.parse.chain_words import SHARING_WORDS
@@ -15,12 +15,17 @@ ELSE_WORDS = frozenset({"else", "other", "others"})
 OPENING_SPAN = 3  # "what else", "is there anything else", "which other ones"
 
 
-def sibling_type(text: QuestionText, schema: Schema, named: set[str], mentioned: Iterable[str]) -> str | None:
+def sibling_type(
+    text: QuestionText, schema: Schema, types_named: Callable[[], set[str]], mentioned: Iterable[str]
+) -> str | None:
     """The named node's type when the question asks for others like it sharing a node: "else" or "other" opens
     it, a sharing word states it, and of the named node's types exactly one has an edge to a type the question
-    mentions (the shared node's)."""
+    mentions (the shared node's). `types_named()`: the named nodes' types, read only for such a question."""
     words = text.words(0, len(text))
-    if not ELSE_WORDS & set(words[: OPENING_SPAN + 1]) or not SHARING_WORDS & set(words) or not named:
+    if not ELSE_WORDS & set(words[: OPENING_SPAN + 1]) or not SHARING_WORDS & set(words):
+        return None
+    named = types_named()
+    if not named:
         return None
     shared = set(mentioned)
     joined = {

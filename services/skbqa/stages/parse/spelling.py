@@ -72,6 +72,17 @@ def is_plain_verb(word: str) -> bool:
     return word in getAllLemmas(word).get("VERB", ())
 
 
+def only_a_verb(word: str) -> bool:
+    """Whether English reads the word as a verb and never as a noun or adjective ("provide", "associated")."""
+    classes = word_classes(word)
+    return "VERB" in classes and not {"NOUN", "ADJ"} & classes
+
+
+def reads_as_participle(word: str) -> bool:
+    """Whether the word is a verb's "-ed"/"-en" form ("listed", "given"), whatever else English reads it as."""
+    return word.endswith(("ed", "en")) and "VERB" in word_classes(word)
+
+
 def is_english(word: str) -> bool:
     """Whether lemminflect's English tables know the word in any part of speech."""
     return bool(word_classes(word))

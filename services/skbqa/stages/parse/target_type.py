@@ -105,7 +105,9 @@ class TargetTypeReader:
             return by_object, "relation"
         chosen = choose_target(text, mentions, spans) if head_noun else (mentions[0] if mentions else None)
         siblings = (
-            sibling_type(text, self._schema, self._types_named(text, spans), (m.type_name for m in mentions))
+            sibling_type(
+                text, self._schema, lambda: self._types_named(text, spans), (m.type_name for m in mentions)
+            )
             if head_noun and (chosen is None or not heads_question(text, chosen, spans))
             else None
         )
@@ -191,7 +193,7 @@ class TargetTypeReader:
                 warnings.append(f"target type {by_edge!r}: the question's words name an edge that reaches it")
                 return by_edge, "relation"
         asked = (
-            self._wh_words.asked_by_wh_word(text, chosen, spans, self._types_named(text, spans), mentions)
+            self._wh_words.asked_by_wh_word(text, chosen, spans, lambda: self._types_named(text, spans), mentions)
             if head_noun
             else None
         )

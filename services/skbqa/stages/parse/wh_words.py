@@ -5,7 +5,7 @@ teams, "where" for its one type of places, whether opening the question ("*Who* 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from skbqa.skb.schema import Schema
 from skbqa.stages.parse.question_text import QuestionText
@@ -29,16 +29,18 @@ class WhWordTypes:
         text: QuestionText,
         chosen: TypeMention | None,
         spans: list[tuple[int, int]],
-        named: set[str],
+        types_named: Callable[[], set[str]],
         mentions: Sequence[TypeMention] = (),
     ) -> tuple[str, str] | None:
         """ "*Who* looks after X?", "… maintained by *whom*?": the one type whose nodes are persons or teams;
         "*Where* does X localize?": the one type whose nodes are places. Only when no type word heads the question,
         for a wh-word that asks (a relative "who" or "where" after a noun asks nothing), and for a type an edge
-        joins to the named nodes (of the types `named`), or to a type word's nodes ("who maintains *the packages* that provide X": the
-        answer reaches the name through them). Returns the type and the wh-word."""
+        joins to the named nodes (their types: `types_named()`, read only when needed), or to a type word's nodes
+        ("who maintains *the packages* that provide X": the answer reaches the name through them). Returns the type
+        and the wh-word."""
         if chosen is not None and heads_question(text, chosen, spans):
             return None
+        named = types_named()
         mentioned = {m.type_name for m in mentions}
         for question_words, types in ((AGENT_QUESTION_WORDS, self._agents), (PLACE_QUESTION_WORDS, self._places)):
             if len(types) != 1:
