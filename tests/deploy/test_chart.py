@@ -812,8 +812,7 @@ def test_ray_triton_and_load_generator_wiring(rendered: dict[str, list[dict[str,
     head = ray["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0]
     assert {p["containerPort"] for p in head["ports"]} >= {10001, 8265, 6379}
     workers = ray["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["template"]["spec"]
-    assert workers["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 1
-    assert workers["tolerations"] == values["ray"]["workers"]["tolerations"]
+    assert "nvidia.com/gpu" not in workers["containers"][0]["resources"]["limits"]  # no reranker uses one
 
     triton = one(rendered, ci, "Deployment", "skbqa-triton")
     triton_service = one(rendered, ci, "Service", "skbqa-triton")

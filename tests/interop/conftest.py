@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,9 +17,10 @@ from typing import Any
 import grpc
 import pytest
 
+from tests.npm_install import node_with_packages
+
 NODE_DIR = Path(__file__).resolve().parent / "node"
 CLIENT = NODE_DIR / "client.js"
-NPM_CI_TIMEOUT_S = 240
 CALL_TIMEOUT_S = 120
 SERVER_START_TIMEOUT_S = 120
 TOKENS = ("interop-token-a", "interop-token-b")
@@ -60,22 +60,7 @@ class NodeClient:
 
 @pytest.fixture(scope="session")
 def node_client() -> NodeClient:
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip(f"interop: needs Node.js and npm on PATH ({'node' if node is None else 'npm'} is missing)")
-    if not (NODE_DIR / "node_modules" / "@grpc" / "grpc-js").is_dir():
-        try:
-            installed = subprocess.run(
-                [npm, "ci", "--prefix", str(NODE_DIR), "--no-audit", "--no-fund", "--ignore-scripts"],
-                capture_output=True,
-                text=True,
-                timeout=NPM_CI_TIMEOUT_S,
-            )
-        except subprocess.TimeoutExpired:
-            pytest.skip(f"interop: `npm ci --prefix {NODE_DIR}` did not finish within {NPM_CI_TIMEOUT_S} s")
-        if installed.returncode != 0:
-            tail = (installed.stderr or installed.stdout).strip().splitlines()[-3:]
-            pytest.skip(f"interop: `npm ci --prefix {NODE_DIR}` failed: {' | '.join(tail)}")
+    node = node_with_packages(NODE_DIR, "@grpc/grpc-js", suite="interop")
     return NodeClient(node)
 
 
