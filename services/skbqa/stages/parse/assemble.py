@@ -17,6 +17,7 @@ from skbqa.query.context import QueryContext
 from skbqa.query.encoder import Encoder
 from skbqa.query.structured import AttributeConstraint, StructuredQuery, Symbol
 from skbqa.stages.parse.chain_words import (
+    RELATIVE_PRONOUNS,
     chain_phrases,
     content_words,
 )
@@ -25,7 +26,8 @@ from skbqa.stages.parse.clause_roles import COORDINATION, PLACEHOLDERS, RELATION
 from skbqa.stages.parse.constants import Constant
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.relations import RelationChooser, RelationOption, stems
-from skbqa.stages.parse.type_mentions import TypeMention, TypeVocabulary
+from skbqa.stages.parse.spelling import reads_as_participle
+from skbqa.stages.parse.type_mentions import TypeMention, TypeVocabulary, noun_lemma
 from skbqa.stores.index import IndexStores
 
 TARGET = "y"
@@ -84,7 +86,7 @@ class QueryAssembler:
         placeholders = [
             TypeMention(node_type.name, i, i + 1)
             for i, token in enumerate(text.tokens)
-            if token.lower in PLACEHOLDERS
+            if (token.lower in PLACEHOLDERS or _unnamed_noun(text, i, hints))
             and text.claimed[i] is None
             # "*anything* that conflicts with X", "is there *stuff* …": opening the question, it is the answer
             and not all(w in FUNCTION_WORDS or is_discourse_word(w) for w in text.words(0, i))
@@ -318,6 +320,7 @@ def _longer_or_better(
 
 
 ALSO_WORDS = frozenset({"also", "too"})
+UNNAMED_INTRODUCERS = frozenset({"any", "some", "a", "an"})  # "… enhancing *any* binary built from X"
 # Pronouns that stand for a node named earlier ("X: what depends on *it*?", "X genes - where do *their* products …")
 REFERRING_PRONOUNS = frozenset({"it", "its", "them", "their", "this", "they"})
 
@@ -338,3 +341,16 @@ def _types_in_order(positions: np.ndarray, node_types: np.ndarray) -> list[int]:
     codes = node_types[positions]
     _, first = np.unique(codes, return_index=True)
     return [int(codes[i]) for i in sorted(first)]
+
+
+def _unnamed_noun(text: QuestionText, i: int, hints: Sequence[TypeMention]) -> bool:
+    """ "packages enhancing *any binary* built from X": a noun that is no type word, introduced as one of a kind and
+    qualified by what follows, stands for an unnamed node, of whichever type the chain fits best."""
+    if i == 0 or i + 1 >= len(text) or text.boundary_before(i + 1) or any(m.start <= i < m.end for m in hints):
+        return False
+    word, following = text.tokens[i].lower, text.tokens[i + 1].lower
+    return (
+        text.tokens[i - 1].lower in UNNAMED_INTRODUCERS
+        and noun_lemma(word) is not None
+        and (reads_as_participle(following) or following in RELATIVE_PRONOUNS)
+    )

@@ -14,10 +14,27 @@ from skbqa.stages.parse.type_mentions import noun_lemma, unknown_word_lemma
 INVERSE_WORDS = frozenset(
     {"parent", "parents", "grandparent", "grandparents", "superclass", "superclasses", "supertype", "supertypes",
      "ancestor", "ancestors",
-     "broader", "containing", "contains", "contain", "include", "includes", "including", "comprising",
+     "broader", "above", "containing", "contains", "contain", "include", "includes", "including", "comprising",
      "comprises", "encompassing", "encompasses", "whole", "wholes"}
 )  # fmt: skip
 CONTENT_MIN_CHARS = 3
+# English words that stand for an unnamed node of any type between the answer and a constant ("packages that
+# depend on *something* maintained by X"): read like a type word, each type of the schema tried in its place.
+PLACEHOLDERS = frozenset(
+    {
+        "something",
+        "anything",
+        "everything",
+        "stuff",
+        "things",
+        "somethings",
+        "whatever",
+        "someone",
+        "somebody",
+        "anyone",
+        "anybody",
+    }
+)
 # Words that introduce an unnamed node ("a part of", "some subtype of", "something that is part of", "the direct
 # subtypes of").
 INDEFINITE = frozenset(

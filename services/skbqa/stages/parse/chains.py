@@ -29,6 +29,7 @@ from skbqa.stages.parse.chain_words import (
     RELATIVE_PRONOUNS,
     content_words,
     far_is_subject,
+    is_level_noun,
     names_narrower,
     narrower_tail,
     shares_the_node,
@@ -45,6 +46,10 @@ HIERARCHY_MARGIN = (
 )
 AMBIGUITY_MARGIN = 0.05  # two edges of a hop this close both stay possible
 MIN_HIERARCHY_COSINE = 0.2
+# What a taxonomy's edge says, in English: the one edge of a type that words for its levels mean ("the *parents*
+# of", "*directly above*", "its *children*") is the one whose name and description read most like this.
+TAXONOMY_PHRASE = "is a more specific kind of: a subtype, subclass or child of its parent"
+LEVEL_WORDS = frozenset({"above", "below", "beneath", "broader", "narrower", "level", "levels"})
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,7 @@ class ChainReader:
         type_stems = set().union(*(stems(t.name.replace("_", " ")) for t in schema.node_types))
         self._edge_stems = {id(e): stems(edge_text(e)) - type_stems for e in self._edges}
         self._edge_vectors: dict[int, np.ndarray] | None = None
+        self._taxonomies: dict[str, str | None] = {}
 
     def _vectors(self) -> dict[int, np.ndarray]:
         if self._edge_vectors is None:
@@ -74,6 +80,19 @@ class ChainReader:
 
     def warm(self) -> None:
         self._vectors()
+
+    def taxonomy(self, type_name: str) -> str | None:
+        """The name of the edge among the type's own nodes that reads most like a taxonomy (None: no such edge)."""
+        if type_name not in self._taxonomies:
+            own = self.between(type_name, type_name)
+            if not own:
+                self._taxonomies[type_name] = None
+            else:
+                (phrase,) = self._encoder.encode([TAXONOMY_PHRASE])
+                vectors = self._vectors()
+                best = max(own, key=lambda e: float(vectors[id(e)] @ phrase))
+                self._taxonomies[type_name] = best.name
+        return self._taxonomies[type_name]
 
     def between(self, a: str, b: str) -> list[EdgeType]:
         return [e for e in self._edges if {e.source, e.target} == {a, b}]
@@ -99,9 +118,12 @@ class ChainReader:
         evidence = [self.evidence(part.words, edge, vector) for edge in edges]
         # words that name none of the edges ("phenotypes *occur in* diseases …") leave the plain edge the reading
         unnamed = not any(lexical for lexical, _ in evidence)
+        # words for a hierarchy's levels between two nodes of one type mean its taxonomy ("the *parents* of …")
+        levels = near_type == far_type and unnamed and _speaks_of_levels(part.words)
+        taxonomy = self.taxonomy(near_type) if levels else None
         for edge, (lexical, cosine) in zip(edges, evidence, strict=True):
             far_source = part.far_is_subject if near_type == far_type else edge.source == far_type
-            plain = PLAIN_EDGE_BONUS if unnamed and is_plain(edge) else 0.0
+            plain = PLAIN_EDGE_BONUS if (unnamed and is_plain(edge)) or edge.name == taxonomy else 0.0
             score = LEXICAL_WEIGHT * lexical + COSINE_WEIGHT * cosine + plain
             found.append((score, Hop(edge, far_source)))
         found.sort(key=lambda item: -item[0])
@@ -329,6 +351,10 @@ class ChainReader:
                 found.append((LEXICAL_WEIGHT * lexical + COSINE_WEIGHT * cosine, hop))
         found.sort(key=lambda item: -item[0])
         return found
+
+
+def _speaks_of_levels(words: Sequence[str]) -> bool:
+    return any(w in LEVEL_WORDS or is_level_noun(w) for w in words)
 
 
 def _close(ranked: list[tuple[float, Hop]]) -> bool:

@@ -10,9 +10,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from skbqa.stages.parse.chain_words import INVERSE_WORDS, RELATIVE_PRONOUNS, is_narrower_noun, nominal_subject
+from skbqa.stages.parse.chain_words import (
+    INVERSE_WORDS,
+    PLACEHOLDERS,
+    RELATIVE_PRONOUNS,
+    is_narrower_noun,
+    nominal_subject,
+)
 from skbqa.stages.parse.constants import Constant
-from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
+from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.relation_labels import EDGE_NAME
 from skbqa.stages.parse.relations import stems
 from skbqa.stages.parse.spelling import reads_as_participle, word_classes
@@ -21,25 +27,14 @@ from skbqa.stores.index import IndexStores
 
 # Words that may end a question after the last constant without making it a subject ("… are there?").
 _CLAUSE_TAIL = frozenset({"are", "is", "there", "exist", "exists", "s"})
-# English words that stand for an unnamed node of any type between the answer and a constant ("packages that
-# depend on *something* maintained by X"): read like a type word, each type of the schema tried in its place.
-PLACEHOLDERS = frozenset(
-    {
-        "something",
-        "anything",
-        "stuff",
-        "things",
-        "somethings",
-        "whatever",
-        "someone",
-        "somebody",
-        "anyone",
-        "anybody",
-    }
-)
 # What may stand between two coordinated names ("X and Y", "X, Y or Z", "both X and Y").
 COORDINATION = frozenset({"and", "or", "nor", "both", "either", "neither", "as", "well"})
 HAVE_WORDS = frozenset({"have", "has", "having", "had"})
+ANSWER_PRONOUNS = frozenset({"they", "it"})  # what a clause after a name calls the answer
+# Auxiliaries a relative clause's verb may follow ("the packages X *is* enhanced by", "… X *does* depend on").
+_AUXILIARIES = frozenset(
+    {"is", "are", "was", "were", "gets", "get", "got", "does", "do", "did", "has", "have", "had"}
+)
 # Words claimed as an edge's name ("*modes of inheritance* of the diseases …") belong to the clause they relate.
 RELATION_WORDS = frozenset({EDGE_NAME})
 
@@ -112,6 +107,10 @@ class ClauseRoles:
         before = [w for w in before_words if w not in ("the", "a", "an", "both", "either")]  # "by both X and Y"
         if before and before[-1] in HAVE_WORDS and self._listed_under_an_edge(after_words):
             return False  # "packages that have X *listed under Suggests*": they suggest X
+        # "(packages that list) X among the things *they recommend*": a pronoun for the answer is the subject of
+        # the verb after X, so X is its object.
+        if _answer_pronoun_acts(after_words):
+            return any(w in INVERSE_WORDS for w in before_words)
         # "X is depended on *by* what", "X gets suggested *by* which apps": the answer is the passive's agent, so
         # the source of the edge, and X its object.
         if "by" in after_words:
@@ -126,7 +125,10 @@ class ClauseRoles:
         passive = bool(before and before[-1] == "by")
         # Content words after it make the constant the subject only when none before it relate it to the answer
         # already ("… that X is a kind of" vs "kinds of X does GO distinguish").
-        stated_before = any(w not in FUNCTION_WORDS and w not in RELATIVE_PRONOUNS for w in before)
+        # ("List *everything* X suggests": a request and a placeholder relate nothing)
+        stated_before = any(
+            w not in FUNCTION_WORDS and w not in RELATIVE_PRONOUNS and not is_discourse_word(w) for w in before
+        )
         subject = (
             bool(before and before[-1] in RELATIVE_PRONOUNS) or (bool(after) and not stated_before) or passive
         )
@@ -146,6 +148,15 @@ class ClauseRoles:
         )
 
 
+def _answer_pronoun_acts(after_words: Sequence[str]) -> bool:
+    """ "… among the things *they recommend*", "… in the list *it depends* on": "they" or "it", then a verb."""
+    for k, word in enumerate(after_words[:-1]):
+        if word in ANSWER_PRONOUNS:
+            verb = after_words[k + 1]
+            return verb not in FUNCTION_WORDS and "VERB" in word_classes(verb) and "AUX" not in word_classes(verb)
+    return False
+
+
 def _subject_of_a_relative(text: QuestionText, mention: TypeMention, constant: Constant) -> bool:
     """ "the packages r-base *recommends*": a plural type word (or a placeholder), then a name with a verb of its
     own, is a clause about the type word's nodes (a relative clause without "that"), not a typed name ("the package r-base")."""
@@ -154,6 +165,10 @@ def _subject_of_a_relative(text: QuestionText, mention: TypeMention, constant: C
     if not plural or constant.end >= len(text) or text.boundary_before(constant.end):
         return False
     following = text.tokens[constant.end].lower
+    if following in _AUXILIARIES and constant.end + 1 < len(text) and not text.boundary_before(constant.end + 1):
+        # "the diseases SOD1 *is linked* to", "everything tmux *is enhanced* by", "the packages X *does* depend on"
+        verb = text.tokens[constant.end + 1].lower
+        return reads_as_participle(verb) or "VERB" in word_classes(verb)
     return (
         following not in FUNCTION_WORDS
         and following not in COORDINATION

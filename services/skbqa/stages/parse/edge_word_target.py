@@ -103,3 +103,10 @@ class EdgeWordTarget:
             # "dependencies of X" where depends reaches packages and virtual packages: X's own type
             return same[0]
         return earliest[0] if len(earliest) == 1 else None
+
+    def subject_of(self, verb: str) -> str | None:
+        """ "*what depends* on …": the one type that is the source of every edge the verb names (None: the verb
+        names no edge, or edges from several types)."""
+        word = ENGLISH_EQUIVALENTS.get(verb, verb)
+        sources = {source for words, source, _ in self._edges if any(same_stem(word, w) for w in words)}
+        return next(iter(sources)) if len(sources) == 1 else None

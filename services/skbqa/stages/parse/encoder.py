@@ -42,6 +42,7 @@ from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_di
 from skbqa.stages.parse.relations import RelationChooser
 from skbqa.stages.parse.sentence_joins import drop_restated_aside, join_sentences, join_topic
 from skbqa.stages.parse.target_type import TargetTypeGuesser, TargetTypeReader
+from skbqa.stages.parse.topic_adverbials import lift_topic_adverbial
 from skbqa.stages.parse.type_mentions import (
     ARTICLES,
     QUESTION_WORDS,
@@ -148,6 +149,10 @@ class EncoderParser:
         if joined is not None:
             question = joined
             warnings.append("the question's parts read as one question (a reference to what the first describes)")
+        lifted = lift_topic_adverbial(question)
+        if lifted is not None:
+            question = lifted
+            warnings.append("an adverbial's noun read as what the question asks for")
         text = QuestionText.of(question, is_name=self._is_name if reading.head_noun else None)
         with query.stage("parse.target_type"):
             target_type, type_source = self._target.read(query, text, warnings, reading.head_noun)

@@ -251,7 +251,7 @@ DISCOURSE_WORDS = frozenset(
     {"help", "figure", "out", "like", "know", "wondering", "curious", "say", "please", "thanks", "them", "ones",
      "so", "if", "just", "only", "also", "take", "first", "then", "else", "exist", "exists", "d", "ll", "m", "s",
      "ve", "re", "i", "you", "we", "can", "could", "would", "will", "should", "may", "might", "must", "let",
-     "see", "check", "anything", "something", "stuff", "ideas", "idea", "quick", "q", "hey", "hi", "ok", "okay",
+     "see", "check", "anything", "everything", "something", "stuff", "ideas", "idea", "quick", "q", "hey", "hi", "ok", "okay",
      "other", "others", "among", "least", "one", "itself", "themselves", "they",
      "it", "its", "their", "those", "these", "this"}
 )  # fmt: skip

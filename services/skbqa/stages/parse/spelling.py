@@ -78,9 +78,21 @@ def only_a_verb(word: str) -> bool:
     return "VERB" in classes and not {"NOUN", "ADJ"} & classes
 
 
+@lru_cache(maxsize=4096)
 def reads_as_participle(word: str) -> bool:
-    """Whether the word is a verb's "-ed"/"-en" form ("listed", "given"), whatever else English reads it as."""
-    return word.endswith(("ed", "en")) and "VERB" in word_classes(word)
+    """Whether the word is a verb's past participle ("listed", "given", "built", "kept"), whatever else English
+    reads it as."""
+    if "VERB" not in word_classes(word):
+        return False
+    if word.endswith(("ed", "en")):
+        return True
+    from lemminflect import getAllInflections, getAllLemmas
+
+    # an irregular form of its own ("built", "kept"); one that is also the plain verb ("set", "run") says too little
+    return any(
+        word != lemma and word in getAllInflections(lemma, upos="VERB").get("VBN", ())
+        for lemma in getAllLemmas(word)["VERB"]
+    )
 
 
 def is_english(word: str) -> bool:

@@ -24,6 +24,7 @@ from skbqa.stages.parse.chain_words import (
 from skbqa.stages.parse.constants import ConstantSpotter
 from skbqa.stages.parse.edge_word_target import EdgeWordTarget
 from skbqa.stages.parse.head_noun_limits import HeadNounLimits
+from skbqa.stages.parse.named_categories import NamedCategories
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.sibling_questions import sibling_type
 from skbqa.stages.parse.type_mentions import (
@@ -37,7 +38,7 @@ from skbqa.stages.parse.type_mentions import (
     qualifies_another,
 )
 from skbqa.stages.parse.type_synonyms import COPULAS, HeadNoun, TypeSynonyms
-from skbqa.stages.parse.wh_words import PLACE_QUESTION_WORDS, WhWordTypes
+from skbqa.stages.parse.wh_words import PLACE_QUESTION_WORDS, WhWordTypes, asks_for_the_subject
 from skbqa.stores.index import IndexStores
 from skbqa.stores.lexicon import NameLexicon
 
@@ -74,6 +75,7 @@ class TargetTypeReader:
         self._constants = constants
         self._edge_words = EdgeWordTarget(self._schema)
         self._wh_words = WhWordTypes(self._schema)
+        self._categories = NamedCategories(stores, lexicon)
         self._guess_target_type = guess_target_type
         self._context_words = context_words
         self._edge_index = {id(e): i for i, e in enumerate(self._schema.edge_types)}
@@ -103,6 +105,17 @@ class TargetTypeReader:
         if by_object is not None:
             warnings.append(f"target type {by_object!r}: what the question's last verb reaches from its subject")
             return by_object, "relation"
+        category = self._categories.read(text, spans) if head_noun else None
+        if category is not None:
+            type_name, start, end = category
+            text.claim(start, end, "target")
+            warnings.append(f"target type {type_name!r}: {text.span_text(start, end)!r} names a kind of answer")
+            return type_name, "word"
+        verb = asks_for_the_subject(text, mentions) if head_noun else None
+        by_subject = self._edge_words.subject_of(verb) if verb is not None else None
+        if by_subject is not None:
+            warnings.append(f"target type {by_subject!r}: the subject of the verb after the wh-word")
+            return by_subject, "relation"
         chosen = choose_target(text, mentions, spans) if head_noun else (mentions[0] if mentions else None)
         siblings = (
             sibling_type(

@@ -17,7 +17,7 @@ import numpy as np
 
 from skbqa.query.encoder import Encoder
 from skbqa.skb.schema import Schema
-from skbqa.stages.parse.chain_words import names_level, names_narrower
+from skbqa.stages.parse.chain_words import PLACEHOLDERS, names_level, names_narrower
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.spelling import is_plain_verb
 from skbqa.stages.parse.type_descriptions import (
@@ -121,6 +121,8 @@ class TypeSynonyms:
             while j < len(words) and words[j] in HEAD_DETERMINERS:
                 j += 1
             j = _past_qualifying_names(words, j, inside)
+            if j < len(words) and words[j] in PLACEHOLDERS:
+                return None  # "list *everything* X substitutes": the answer has no noun of its own
             end = j
             while (
                 end < len(words)

@@ -8,14 +8,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from skbqa.skb.schema import Schema
-from skbqa.stages.parse.question_text import QuestionText
+from skbqa.stages.parse.question_text import QuestionText, is_discourse_word
+from skbqa.stages.parse.spelling import word_classes
 from skbqa.stages.parse.type_descriptions import agent_types, place_types
-from skbqa.stages.parse.type_mentions import PREPOSITIONS, TypeMention, heads_question
+from skbqa.stages.parse.type_mentions import ARTICLES, PREPOSITIONS, TypeMention, heads_question
 from skbqa.stages.parse.type_synonyms import COPULAS
 
 AGENT_QUESTION_WORDS = frozenset({"who", "whom", "whoever"})
 PLACE_QUESTION_WORDS = frozenset({"where", "whereabouts"})
 MIN_CLOSING_WORDS = 4  # "… maintained by whom": a question this long that ends in a wh-word
+SUBJECT_QUESTION_WORDS = frozenset({"what", "which", "whatever"})
 
 
 class WhWordTypes:
@@ -80,3 +82,23 @@ class WhWordTypes:
         if len(words) == 2 and words[0] in AGENT_QUESTION_WORDS and words[1] in COPULAS and len(self._agents) == 1:
             return next(iter(self._agents))
         return None
+
+
+def asks_for_the_subject(text: QuestionText, mentions: Sequence[TypeMention]) -> str | None:
+    """ "*What depends on* a virtual package that postfix provides?": a wh-word that is itself the subject of the
+    verb right after it asks for that verb's subject, so a type word further on is a node on the way, not the
+    answer. A word English reads only as a verb qualifies; one that is also a noun ("what *conflicts* with X")
+    only before a preposition or an article, and never a type word ("which *packages* …"). Returns the verb."""
+    words = text.words(0, len(text))
+    opening = next(
+        (i for i, w in enumerate(words) if not is_discourse_word(w) or w in SUBJECT_QUESTION_WORDS), None
+    )
+    if opening is None or words[opening] not in SUBJECT_QUESTION_WORDS or opening + 2 >= len(words):
+        return None
+    verb, after = words[opening + 1], words[opening + 2]
+    if any(m.start <= opening + 1 < m.end for m in mentions):
+        return None
+    classes = word_classes(verb)
+    if "VERB" not in classes or "AUX" in classes:
+        return None
+    return verb if "NOUN" not in classes or after in PREPOSITIONS or after in ARTICLES else None
