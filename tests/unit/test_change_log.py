@@ -1,5 +1,6 @@
 """The change log keeps every acknowledged batch: a torn last record (a kill during an append) is cut off, damage
-before the end is refused, replay is idempotent, and compaction keeps only what no snapshot holds."""
+before the end is refused, replay is idempotent, and compaction keeps only what no snapshot holds (with the batch
+ids and idempotency keys of what it keeps); remembered keys are bounded in number."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 
 from skbqa.changes.format import AddEdge, DeleteNode, UpsertNode
+from skbqa.changes.idempotency import KeyedAnswer, RememberedKeys
 from skbqa.changes.log import ChangeLog
 from skbqa.changes.state import KbState
 from skbqa.common.errors import IndexStoreError
@@ -73,6 +75,28 @@ def test_compaction_keeps_only_batches_after_the_snapshot(tmp_path) -> None:
     log.append(4, [DeleteNode(4)])
     log.close()
     assert [v for v, _ in ChangeLog(tmp_path).batches()] == [3, 4]
+
+
+def test_compaction_keeps_the_batch_ids_and_keys_of_what_it_keeps(tmp_path) -> None:
+    log = ChangeLog(tmp_path)
+    log.lock()
+    answers = {v: KeyedAnswer(v, f"digest-{v}", (("nodes already absent", 1),)) for v in (1, 2, 3)}
+    for version, answer in answers.items():
+        log.append(version, [DeleteNode(version)], f"batch-{version}", (f"key-{version}", answer))
+    assert log.drop_through(1) == 1
+    log.close()
+    batches, keys = ChangeLog(tmp_path).remembered()
+    assert batches == {"batch-2": 2, "batch-3": 3}
+    assert keys == [("key-2", answers[2]), ("key-3", answers[3])]
+
+
+def test_remembered_keys_are_bounded_and_forgotten_with_their_batches() -> None:
+    keys = RememberedKeys(limit=2)
+    for version in (1, 2, 3):
+        keys.add(f"key-{version}", KeyedAnswer(version, "d", ()))
+    assert len(keys) == 2 and keys.get("key-1") is None and keys.get("key-3") is not None  # oldest out first
+    keys.drop_through(2)
+    assert keys.get("key-2") is None and keys.get("key-3") is not None
 
 
 def test_replaying_a_batch_twice_gives_the_same_knowledge_base(tmp_path) -> None:

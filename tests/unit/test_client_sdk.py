@@ -1,6 +1,7 @@
 """The client SDK against a scripted gRPC server: retries on UNAVAILABLE only, one request id across a call's
 attempts, a deadline that bounds the retries, streams retried only before their first event, the bearer token
-on every call, typed results — for the blocking and the asyncio client alike."""
+on every call, typed results, one idempotency key across the attempts of a batch of changes — for the blocking
+and the asyncio client alike."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ class ScriptedServicer(api_pb2_grpc.SkbqaServicer):
         self.request_ids: list[str] = []
         self.tokens: list[str] = []
         self.fail_mid_stream = False
+        self.idempotency_keys: list[str] = []
         self.lock = threading.Lock()
 
     def _record(self, request: api_pb2.AskRequest, context: grpc.ServicerContext) -> None:
@@ -79,6 +81,18 @@ class ScriptedServicer(api_pb2_grpc.SkbqaServicer):
     def Explain(self, request, context):
         self._record(request.ask, context)
         return api_pb2.ExplainResponse(answer=self._answer(request.ask), explanation="parsed: answer x:gene")
+
+    def ApplyChanges(self, request_iterator, context):
+        changes = list(request_iterator)
+        with self.lock:
+            metadata = dict(context.invocation_metadata())
+            self.idempotency_keys.append(metadata.get("idempotency-key", ""))
+            self.tokens.append(metadata.get("authorization", ""))
+            failing = self.failures > 0
+            self.failures -= failing
+        if failing:  # as if the batch was logged and the reply lost: only the key makes the retry safe
+            context.abort(self.code, "scripted failure")
+        return api_pb2.ApplyChangesResponse(version=4, changes=len(changes), outcome={"nodes added": len(changes)})
 
     def IndexStatus(self, request, context):
         return api_pb2.IndexStatusResponse(
@@ -216,3 +230,34 @@ def test_the_asyncio_client_stops_at_the_deadline(scripted) -> None:
     with pytest.raises(ServerError) as caught:
         asyncio.run(run())
     assert caught.value.code in ("UNAVAILABLE", "DEADLINE_EXCEEDED")
+
+
+def test_apply_changes_keeps_one_idempotency_key_across_its_retries(scripted) -> None:
+    servicer, port = scripted
+    servicer.failures = 2
+    change = {"op": "delete_node", "id": 7}
+    with SkbqaClient(_options(port, token="tok-1")) as client:
+        applied = client.apply_changes([change, change])
+        assert (applied.version, applied.changes, applied.outcome) == (4, 2, {"nodes added": 2})
+        assert len(servicer.idempotency_keys) == 3 and set(servicer.idempotency_keys) == {applied.idempotency_key}
+        assert len(applied.idempotency_key) == 32 and servicer.tokens == ["Bearer tok-1"] * 3  # and the token
+        servicer.failures = 1
+        again = client.apply_changes([change], idempotency_key="my-batch-0001")
+        assert again.idempotency_key == "my-batch-0001" and servicer.idempotency_keys[3:] == ["my-batch-0001"] * 2
+        client.apply_changes([change])  # a new call: a new key
+        assert servicer.idempotency_keys[5] not in (applied.idempotency_key, "my-batch-0001")
+        for bad in ("", "x" * 129, "tab\there", "caf\u00e9"):
+            with pytest.raises(InvalidInputError, match="idempotency key"):
+                client.apply_changes([change], idempotency_key=bad)
+    assert len(servicer.idempotency_keys) == 6  # a bad key is refused before anything is sent
+
+    servicer.failures = 2
+
+    async def run() -> list[str]:
+        async with AsyncSkbqaClient(_options(port)) as client:
+            fresh = await client.apply_changes([change])
+            given = await client.apply_changes([change], idempotency_key="async-0001")
+            return [fresh.idempotency_key, given.idempotency_key]
+
+    fresh, given = asyncio.run(run())
+    assert servicer.idempotency_keys[6:] == [fresh] * 3 + ["async-0001"] and given == "async-0001"

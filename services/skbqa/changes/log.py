@@ -3,11 +3,13 @@ on open until a snapshot holds it.
 
 `DIR/changes/log.jsonl` holds one line per batch, `{"version": V, "crc32": C, "changes": [...]}`; versions count
 batches from the ingest (version 0). A batch that came from the change topic (the distributed form) also has its
-`"batch"` id, so a redelivery of the record after a crash is recognised and not applied again. The file is shared by every snapshot of the index by a hard link, so a new
-snapshot renamed over DIR keeps the very file appenders hold open, and a kill at any moment leaves it reachable
-from whichever snapshot DIR names. A torn last line (a kill during an append, before the acknowledgement) is cut
-off when the log is next opened for writing. `DIR/changes/lock` (linked likewise) serialises writers across
-processes.
+`"batch"` id, so a redelivery of the record after a crash is recognised and not applied again; a batch a client
+sent with an idempotency key has its `"key"` (`{"id", "digest", "outcome"}`, `changes.idempotency`), so a resend
+is answered as the batch was, after a restart too. The file is shared by every snapshot of the index by a hard
+link, so a new snapshot renamed over DIR keeps the very file appenders hold open, and a kill at any moment leaves
+it reachable from whichever snapshot DIR names. A torn last line (a kill during an append, before the
+acknowledgement) is cut off when the log is next opened for writing. `DIR/changes/lock` (linked likewise)
+serialises writers across processes.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from skbqa.changes.format import Change, change_to_json, parse_change
+from skbqa.changes.idempotency import KeyedAnswer
 from skbqa.common.errors import IndexStoreError
 
 logger = logging.getLogger(__name__)
@@ -56,20 +59,29 @@ class ChangeLog:
     def last_version(self) -> int:
         return max((version for version, _ in self._records()), default=0)
 
-    def batch_versions(self) -> dict[str, int]:
-        """The version each logged batch with an id got (batches dropped by compaction are not here)."""
+    def remembered(self) -> tuple[dict[str, int], list[tuple[str, KeyedAnswer]]]:
+        """In one pass: the version each logged batch with an id got, and the answer each batch sent with an
+        idempotency key got, in log order (batches dropped by compaction are in neither)."""
+        batches: dict[str, int] = {}
+        keys: list[tuple[str, KeyedAnswer]] = []
         if not self.path.is_file():
-            return {}
-        found: dict[str, int] = {}
+            return batches, keys
         with self.path.open("rb") as handle:
             for raw in handle:
-                with contextlib.suppress(ValueError, KeyError, TypeError):
+                with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
                     record = json.loads(raw)
                     if record.get("batch"):
-                        found[str(record["batch"])] = int(record["version"])
-        return found
+                        batches[str(record["batch"])] = int(record["version"])
+                    if record.get("key"):
+                        keys.append(KeyedAnswer.from_json(int(record["version"]), record["key"]))
+        return batches, keys
 
     def _records(self) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+        for version, changes, _ in self._lines():
+            yield version, changes
+
+    def _lines(self) -> Iterator[tuple[int, list[dict[str, Any]], bytes]]:
+        """Every whole record as (version, changes, its line as written)."""
         if not self.path.is_file():
             return
         with self.path.open("rb") as handle:
@@ -79,7 +91,7 @@ class ChangeLog:
                     if raw.endswith(b"\n"):  # damage before the end is not a torn append: refuse to guess
                         raise IndexStoreError(f"{self.path}:{lineno}: damaged change log record")
                     return  # a torn last line: never acknowledged
-                yield record
+                yield record[0], record[1], raw
 
     @staticmethod
     def _decode(raw: bytes) -> tuple[int, list[dict[str, Any]]] | None:
@@ -115,14 +127,23 @@ class ChangeLog:
         self._lock_handle = handle
         self._cut_torn_tail()
 
-    def append(self, version: int, changes: list[Change], batch_id: str = "") -> None:
-        """Write one batch and fsync it: when this returns, the batch survives a crash of this machine."""
+    def append(
+        self,
+        version: int,
+        changes: list[Change],
+        batch_id: str = "",
+        key: tuple[str, KeyedAnswer] | None = None,
+    ) -> None:
+        """Write one batch and fsync it: when this returns, the batch survives a crash of this machine. `key`:
+        the idempotency key id the batch was sent with and the answer it gets (the batch's version)."""
         if self._lock_handle is None:
             raise RuntimeError("take the log's lock before appending")
         body = [change_to_json(c) for c in changes]
         record: dict[str, Any] = {"version": version, "crc32": _crc(body), "changes": body}
         if batch_id:
             record["batch"] = batch_id
+        if key is not None:
+            record["key"] = key[1].to_json(key[0])
         line = json.dumps(record, ensure_ascii=False)
         if self._handle is None:
             self._handle = self.path.open("ab")
@@ -132,17 +153,17 @@ class ChangeLog:
         os.fsync(self._handle.fileno())
 
     def drop_through(self, version: int) -> int:
-        """Rewrite the log without the batches up to `version` (a snapshot holds them); returns how many went."""
-        records = list(self._records())
-        kept = [(v, c) for v, c in records if v > version]
+        """Rewrite the log without the batches up to `version` (a snapshot holds them); returns how many went.
+        The batches kept are kept as written, with their batch ids and idempotency keys."""
+        records = list(self._lines())
+        kept = [raw for v, _, raw in records if v > version]
         dropped = len(records) - len(kept)
         if not dropped:
             return 0
         temporary = self.path.with_suffix(".tmp")
         with temporary.open("wb") as handle:
-            for v, body in kept:
-                line = json.dumps({"version": v, "crc32": _crc(body), "changes": body}, ensure_ascii=False)
-                handle.write(line.encode() + b"\n")
+            for raw in kept:
+                handle.write(raw if raw.endswith(b"\n") else raw + b"\n")
             handle.flush()
             os.fsync(handle.fileno())
         if self._handle is not None:

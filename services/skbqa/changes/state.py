@@ -78,11 +78,12 @@ class KbState:
     # ------------------------------------------------------------------------------------------------ changes
 
     def apply(
-        self, batch: list[tuple[int, Change]], where: str, then: Callable[[], None] | None = None
+        self, batch: list[tuple[int, Change]], where: str, then: Callable[[Counter[str]], None] | None = None
     ) -> Counter[str]:
         """Apply every change of `batch` ((line, change) pairs) or none: the first one that does not fit raises
-        ChangeError naming its line, after the ones before it are undone. `then` runs once all fit (the log
-        append): when it raises, the batch is undone too. Returns what happened, by outcome."""
+        ChangeError naming its line, after the ones before it are undone. `then` runs once all fit, with the
+        outcome (the log append, which records it for idempotent resends): when it raises, the batch is undone
+        too. Returns what happened, by outcome."""
         undo: list[tuple[str, Any]] = []
         touched_before = self.touched.copy()
         outcome: Counter[str] = Counter()
@@ -92,7 +93,7 @@ class KbState:
             if not self.nodes:
                 raise ChangeError(where, None, "the batch would leave the knowledge base without nodes")
             if then is not None:
-                then()
+                then(outcome)
         except BaseException:
             for kind, item in reversed(undo):
                 self._undo(kind, item)

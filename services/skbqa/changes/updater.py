@@ -13,7 +13,8 @@ import threading
 from collections import Counter
 from pathlib import Path
 
-from skbqa.changes.format import Change
+from skbqa.changes.format import Change, change_to_json
+from skbqa.changes.idempotency import IdempotencyKeyReused, KeyedAnswer, RememberedKeys, batch_digest
 from skbqa.changes.log import ChangeLog
 from skbqa.changes.snapshot import SnapshotReport, kb_version, write_in_child, write_snapshot
 from skbqa.changes.state import KbState, Touched
@@ -51,7 +52,11 @@ class IndexUpdater:
             NodeTable.load(self.directory / "nodes"), CsrGraph.load(self.directory / "graph")
         )
         self.accepted = self.snapshot_version
-        self.batches = self.log.batch_versions()  # batch id → version: a redelivered batch is not applied twice
+        # batch id → version: a redelivered record is not applied twice; key id → answer: nor is a client's resend
+        self.batches, keyed = self.log.remembered()
+        self.keys = RememberedKeys()
+        for key_id, answer in keyed:
+            self.keys.add(key_id, answer)
         for version, changes in self.log.batches(after=self.snapshot_version):
             self.state.apply(list(enumerate(changes, start=1)), f"change log version {version}")
             self.accepted = version
@@ -62,20 +67,42 @@ class IndexUpdater:
     def pending(self) -> int:
         return self.accepted - self.snapshot_version
 
-    def submit(self, batch: list[tuple[int, Change]], where: str, batch_id: str = "") -> tuple[int, Counter[str]]:
+    def submit(
+        self, batch: list[tuple[int, Change]], where: str, batch_id: str = "", key_id: str = ""
+    ) -> tuple[int, Counter[str]]:
         """Check and accept a batch, whole or not at all; when this returns its version, the batch is in the
         fsync'd log (it survives a kill of this process from here on) and the next snapshot will hold it.
         `batch_id`: a batch already logged under this id is not applied again; its version is returned with an
-        empty outcome (the distributed form's redelivery after a crash)."""
+        empty outcome (the distributed form's redelivery after a crash). `key_id`: the client's idempotency key
+        (scoped, `changes.idempotency`): a batch already accepted under it is not applied again and its first
+        answer is returned; IdempotencyKeyReused when the key came with another batch."""
+        changes = [c for _, c in batch]
+        digest = batch_digest([change_to_json(c) for c in changes]) if key_id else ""
         with self._lock:
+            # before the batch is checked: a resend must get its first answer even when the batch would no longer
+            # fit the knowledge base (a later batch deleted a node it adds edges to)
+            known = self.keys.get(key_id) if key_id else None
+            if known is not None:
+                if known.digest != digest:
+                    raise IdempotencyKeyReused()
+                return known.version, known.counter()
             if batch_id and batch_id in self.batches:
                 return self.batches[batch_id], Counter()
             version = self.accepted + 1
-            changes = [c for _, c in batch]
-            outcome = self.state.apply(batch, where, then=lambda: self.log.append(version, changes, batch_id))
+            answer: KeyedAnswer | None = None
+
+            def log(outcome: Counter[str]) -> None:
+                nonlocal answer
+                if key_id:
+                    answer = KeyedAnswer(version, digest, tuple(sorted(outcome.items())))
+                self.log.append(version, changes, batch_id, None if answer is None else (key_id, answer))
+
+            outcome = self.state.apply(batch, where, then=log)
             self.accepted = version
             if batch_id:
                 self.batches[batch_id] = version
+            if answer is not None:
+                self.keys.add(key_id, answer)
             return version, outcome
 
     def snapshot(self, *, in_child: bool = False, encoder_url: str | None = None) -> SnapshotReport | None:
@@ -118,7 +145,9 @@ class IndexUpdater:
         """Fold what is pending, then drop from the log the batches the snapshot holds."""
         report = self.snapshot()
         with self._build_lock, self._lock:
-            return report, self.log.drop_through(self.snapshot_version)
+            dropped = self.log.drop_through(self.snapshot_version)
+            self.keys.drop_through(self.snapshot_version)  # as after a restart: the log no longer has them
+            return report, dropped
 
     def close(self) -> None:
         self.log.close()

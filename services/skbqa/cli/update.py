@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
 from skbqa.cli.remote import add_target_arguments, open_client, refuse_remote_flags
+from skbqa.common.errors import InvalidInputError
 
 
 def add_update_parsers(sub: Any) -> None:
@@ -17,6 +20,13 @@ def add_update_parsers(sub: Any) -> None:
         "changes", type=Path, help="one change per line: upsert_node, delete_node, add_edge, remove_edge"
     )
     add_target_arguments(p)
+    p.add_argument(
+        "--idempotency-key",
+        metavar="KEY",
+        default=None,
+        help="with --server: send the batch under this key (1-128 printable ASCII; default: a fresh one, printed); "
+        "resending the same file with the same key returns the first answer and applies nothing again",
+    )
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     c = sub.add_parser("compact", help="fold an index's change log into its snapshot and shorten the log")
@@ -30,10 +40,24 @@ def run_update(args: argparse.Namespace) -> int:
     batch = read_changes(args.changes)  # every line checked before anything is sent or applied
     if args.server:
         with open_client(args) as client:
-            result = client.apply_changes(change_to_json(change) for _, change in batch)
-        summary: dict[str, Any] = {"version": result.version, "changes": len(batch), "outcome": result.outcome}
+            from skbqa.client.calls import checked_idempotency_key
+
+            given = args.idempotency_key
+            key = checked_idempotency_key(uuid.uuid4().hex if given is None else given)  # "" is refused
+            # before the call: a call that fails (the server went away after logging the batch) still leaves the
+            # user the key to resend with; on stderr, so that --json keeps stdout to the summary
+            print(f"idempotency key: {key} (resend with --idempotency-key {key})", file=sys.stderr, flush=True)
+            result = client.apply_changes((change_to_json(c) for _, c in batch), idempotency_key=key)
+        summary: dict[str, Any] = {
+            "version": result.version,
+            "changes": len(batch),
+            "outcome": result.outcome,
+            "idempotency_key": key,
+        }
     else:
         refuse_remote_flags(args)
+        if args.idempotency_key is not None:
+            raise InvalidInputError("--idempotency-key only applies with --server")
         summary = _apply_locally(args.index, batch, args.changes.name, progress=not args.no_progress)
     _print(summary, as_json=args.json)
     return 0

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from tenacity import AsyncRetrying
 from typing_extensions import Unpack
 
-from skbqa.client.calls import AskSettings, Deadline, no_event_error, prepare, retry_policy
+from skbqa.client.calls import AskSettings, Deadline, change_call, no_event_error, prepare, retry_policy
 from skbqa.client.errors import server_error
 from skbqa.client.options import ClientOptions
 from skbqa.client.results import (
@@ -112,18 +112,21 @@ class AsyncSkbqaClient:
         return index_status(reply)
 
     async def apply_changes(
-        self, changes: Iterable[Mapping[str, Any]], *, deadline_s: float | None = None
+        self,
+        changes: Iterable[Mapping[str, Any]],
+        *,
+        deadline_s: float | None = None,
+        idempotency_key: str | None = None,
     ) -> AppliedChanges:
-        """As `SkbqaClient.apply_changes`: one batch, whole or not at all; the version at which it is visible."""
+        """As `SkbqaClient.apply_changes`: one batch, whole or not at all; the version at which it is visible;
+        one idempotency key for every attempt (yours, or a fresh one)."""
         messages = [change_message(c) for c in changes]
+        key, metadata = change_call(self.options, idempotency_key)
         deadline = Deadline(deadline_s or self.options.deadline_s)
         reply = await self._retrying(
-            deadline,
-            lambda timeout: self._stub.ApplyChanges(
-                iter(messages), timeout=timeout, **self.options.call_metadata()
-            ),
+            deadline, lambda timeout: self._stub.ApplyChanges(iter(messages), timeout=timeout, **metadata)
         )
-        return applied_changes(reply)
+        return applied_changes(reply, key)
 
     async def _retrying(self, deadline: Deadline, call: Callable[[float], Awaitable[T]]) -> T:
         async for attempt in AsyncRetrying(**retry_policy(self.options, deadline)):

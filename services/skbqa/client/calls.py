@@ -3,7 +3,8 @@ bounds a whole call (every attempt and every pause between them).
 
 Retries happen on UNAVAILABLE only, with exponential backoff and jitter (tenacity). A call keeps its request id
 across attempts, so a server that did answer the first attempt (the reply was lost) answers the retry from its
-replay cache instead of computing it again.
+replay cache instead of computing it again. A batch of changes keeps its idempotency key across attempts the same
+way, so a retry never applies a batch twice.
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ from tenacity import retry_if_exception, stop_after_attempt, stop_before_delay, 
 
 from skbqa.client.errors import ServerError
 from skbqa.client.options import ClientOptions
+from skbqa.common.errors import InvalidInputError
 from skbqa.v1 import api_pb2
 
 DEFAULT_K = 20
+IDEMPOTENCY_HEADER = "idempotency-key"  # ApplyChanges metadata (docs/updates.md)
+MAX_IDEMPOTENCY_KEY_CHARS = 128
 
 
 class AskSettings(TypedDict, total=False):
@@ -44,6 +48,24 @@ def prepare(question: str, settings: AskSettings, options: ClientOptions) -> tup
         min_version=settings.get("min_version", 0),
     )
     return request, Deadline(settings.get("deadline_s") or options.deadline_s)
+
+
+def change_call(options: ClientOptions, idempotency_key: str | None) -> tuple[str, dict[str, Any]]:
+    """The idempotency key of one `apply_changes` call (a fresh one unless given) and the keyword arguments that
+    put it, and the token, on every attempt. The server's rule is checked here too, so a bad key fails before
+    anything is sent (and never with gRPC's own error for a value it cannot send)."""
+    key = checked_idempotency_key(uuid.uuid4().hex if idempotency_key is None else idempotency_key)
+    metadata = (*options.call_metadata().get("metadata", ()), (IDEMPOTENCY_HEADER, key))
+    return key, {"metadata": metadata}
+
+
+def checked_idempotency_key(key: str) -> str:
+    """`key`, if the server would take it (1 to 128 printable ASCII characters); else InvalidInputError."""
+    if not 1 <= len(key) <= MAX_IDEMPOTENCY_KEY_CHARS or not all(" " <= c <= "~" for c in key):
+        raise InvalidInputError(
+            f"an idempotency key must be 1 to {MAX_IDEMPOTENCY_KEY_CHARS} printable ASCII characters"
+        )
+    return key
 
 
 def _option_text(value: object) -> str:

@@ -53,6 +53,7 @@ class AppliedChanges:
     version: int  # ask with min_version=version to read these changes
     changes: int
     outcome: dict[str, int]
+    idempotency_key: str = ""  # the key the batch was sent with: resend under it to learn its answer again
 
 
 def change_message(change: Mapping[str, Any]) -> api_pb2.Change:
@@ -75,9 +76,12 @@ def change_message(change: Mapping[str, Any]) -> api_pb2.Change:
     )
 
 
-def applied_changes(message: api_pb2.ApplyChangesResponse) -> AppliedChanges:
+def applied_changes(message: api_pb2.ApplyChangesResponse, idempotency_key: str = "") -> AppliedChanges:
     return AppliedChanges(
-        int(message.version), int(message.changes), {k: int(v) for k, v in message.outcome.items()}
+        int(message.version),
+        int(message.changes),
+        {k: int(v) for k, v in message.outcome.items()},
+        idempotency_key,
     )
 
 

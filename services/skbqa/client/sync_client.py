@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from tenacity import Retrying
 from typing_extensions import Unpack
 
-from skbqa.client.calls import AskSettings, Deadline, no_event_error, prepare, retry_policy
+from skbqa.client.calls import AskSettings, Deadline, change_call, no_event_error, prepare, retry_policy
 from skbqa.client.errors import server_error
 from skbqa.client.options import ClientOptions
 from skbqa.client.results import (
@@ -121,20 +121,25 @@ class SkbqaClient:
         return index_status(reply)
 
     def apply_changes(
-        self, changes: Iterable[Mapping[str, Any]], *, deadline_s: float | None = None
+        self,
+        changes: Iterable[Mapping[str, Any]],
+        *,
+        deadline_s: float | None = None,
+        idempotency_key: str | None = None,
     ) -> AppliedChanges:
         """Send one batch of changes (change-file form, docs/updates.md), applied whole or not at all; returns
-        the version at which they are visible. Needs an admin token on a server that checks tokens. A retried
-        batch may be applied twice: changes are idempotent, only the version moves on."""
+        the version at which they are visible. Needs an admin token on a server that checks tokens.
+        `idempotency_key` (1-128 printable ASCII; default: a fresh one per call, kept across this call's retries,
+        so a retry never applies the batch twice): sending the same batch again under the same key, even from
+        another process or after the server restarted, returns the first answer and applies nothing; pass your
+        own key to be able to resend a batch whose answer you never got."""
         messages = [change_message(c) for c in changes]
+        key, metadata = change_call(self.options, idempotency_key)
         deadline = Deadline(deadline_s or self.options.deadline_s)
         reply = self._retrying(
-            deadline,
-            lambda timeout: self._stub.ApplyChanges(
-                iter(messages), timeout=timeout, **self.options.call_metadata()
-            ),
+            deadline, lambda timeout: self._stub.ApplyChanges(iter(messages), timeout=timeout, **metadata)
         )
-        return applied_changes(reply)
+        return applied_changes(reply, key)
 
     def health(self, service: str = "", *, deadline_s: float = 5.0) -> str:
         """The server's health status for `service` ("" = the whole server): SERVING, NOT_SERVING, …"""

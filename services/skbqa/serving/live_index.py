@@ -70,8 +70,9 @@ class LiveIndex:
     def accepted_version(self) -> int:
         return self._served if self._updater is None else self._updater.accepted
 
-    def apply(self, batch: list[tuple[int, Change]], where: str) -> tuple[int, Counter[str]]:
-        version, outcome = self._writer().submit(batch, where)
+    def apply(self, batch: list[tuple[int, Change]], where: str, key_id: str = "") -> tuple[int, Counter[str]]:
+        """`key_id`: the caller's scoped idempotency key; the writer answers a resend under it (IndexUpdater)."""
+        version, outcome = self._writer().submit(batch, where, key_id=key_id)
         self._folds.wake()
         return version, outcome
 

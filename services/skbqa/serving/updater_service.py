@@ -9,8 +9,9 @@ the shared index directory and announces the version on `skbqa.versions`; every 
 
 Crash safety: a record is committed only after its batch is logged (or refused), and the log keeps each batch's
 id, so a record redelivered after a kill -9 is recognised and answered with its version without being applied
-again; a fold killed midway leaves its work directory, which the next start removes, and the logged batches are
-folded again.
+again. A client's resend of a batch (its acknowledgement was lost) is a new record under the same idempotency key,
+recognised by the key the log keeps with the batch and answered as the first one was. A fold killed midway leaves
+its work directory, which the next start removes, and the logged batches are folded again.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from skbqa.bus import topics
 from skbqa.bus.base import Bus, Message
 from skbqa.changes.folding import FoldLoop
 from skbqa.changes.format import ChangeError
+from skbqa.changes.idempotency import IdempotencyKeyReused
 from skbqa.changes.record import STREAM, decode_batch
 from skbqa.changes.snapshot import SnapshotReport
 from skbqa.changes.updater import IndexUpdater
@@ -48,11 +50,19 @@ class ChangeApplier:
     def handle(self, message: Message) -> AnswerEnvelope:
         envelope = AnswerEnvelope(request_id=message.key, stage="updater")
         try:
-            batch_id, gateway_id, batch = decode_batch(message.value)
-            envelope.gateway_id = gateway_id
-            version, outcome = self.updater.submit(batch, STREAM, batch_id)
-            response = api_pb2.ApplyChangesResponse(version=version, changes=len(batch), outcome=dict(outcome))
+            record = decode_batch(message.value)
+            envelope.gateway_id = record.gateway_id
+            version, outcome = self.updater.submit(record.changes, STREAM, record.batch_id, record.key_id)
+            response = api_pb2.ApplyChangesResponse(
+                version=version, changes=len(record.changes), outcome=dict(outcome)
+            )
             envelope.kind, envelope.answer = AnswerEnvelope.FINAL, response.SerializeToString()
+        except IdempotencyKeyReused as exc:  # nothing applied: the key's first batch stands
+            envelope.kind, envelope.status_code, envelope.status_message = (
+                AnswerEnvelope.ERROR,
+                FAILED_PRECONDITION,
+                str(exc),
+            )
         except ChangeError as exc:  # refused whole, as the embedded server refuses it
             envelope.kind, envelope.status_code, envelope.status_message = (
                 AnswerEnvelope.ERROR,

@@ -4,7 +4,9 @@ A checked batch (the same checks and policy as the embedded server's, in `gatewa
 record to `skbqa.changes` (acks=all) under a fresh batch id, and the call waits for the updater's answer on
 `skbqa.answer`: the version it gave the batch once the batch was in the index's fsync'd change log, or the
 refusal the embedded server would give (`changes:LINE: problem`). Versions are given out by the updater alone,
-in the topic's one order, so two gateways can never hand out the same one.
+in the topic's one order, so two gateways can never hand out the same one. The caller's idempotency key (scoped,
+`gateway.idempotency`) rides in the record: the updater keeps it with the batch, so a resend through any gateway,
+before or after an updater restart, is answered as the batch was.
 
 What is served is read from `skbqa.versions` (`serving.kb_feed`): the served version is the lowest any live stage
 replica reports, so `min_version = V` waits until every stage answers at V or later.
@@ -61,10 +63,14 @@ class DistributedUpdates:
     def wait_for(self, version: int, timeout_s: float) -> bool:
         return self._feed.wait(lambda: self.served_version >= version, timeout_s)
 
-    def apply(self, batch: list[tuple[int, Change]], where: str) -> tuple[int, Any]:
+    def apply(self, batch: list[tuple[int, Change]], where: str, key_id: str = "") -> tuple[int, Any]:
+        """`key_id`: the caller's scoped idempotency key, carried in the record; the updater, which alone knows
+        every batch accepted (through any gateway, before any restart), answers a resend under it."""
         self._check_deployment()
-        batch_id = uuid.uuid4().hex
-        value = encode_batch(batch_id, self._backend.gateway_id, [change for _, change in batch])
+        batch_id = (
+            uuid.uuid4().hex
+        )  # this record's own id (a redelivery of it); the key spans the client's resends
+        value = encode_batch(batch_id, self._backend.gateway_id, [change for _, change in batch], key_id)
         started = time.monotonic()
         try:
             waiter = self._backend.request(topics.CHANGES, batch_id, value, self._timeout)
@@ -87,7 +93,8 @@ class DistributedUpdates:
             raise UpdateRefused(
                 grpc.StatusCode.DEADLINE_EXCEEDED,
                 "the batch is in the change topic but the updater has not acknowledged it yet; it will be "
-                "applied once the updater runs: check IndexStatus.accepted_version before sending it again",
+                "applied once the updater runs: resend it with the same idempotency-key to learn its version "
+                "(without one, check IndexStatus.accepted_version before sending it again)",
             ) from None
         finally:
             self._backend.forget(waiter)

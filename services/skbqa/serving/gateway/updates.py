@@ -1,5 +1,6 @@
 """The public API's side of live updates: `ApplyChanges` (a client stream of changes → one acknowledgement with
-the version at which they are visible), who may call it, and `Ask.min_version`."""
+the version at which they are visible), who may call it, its idempotency key (`gateway.idempotency`), and
+`Ask.min_version`."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from typing import Any, Protocol
 import grpc
 
 from skbqa.changes.format import MAX_BATCH, Change, ChangeError, parse_change
+from skbqa.changes.idempotency import IdempotencyKeyReused
 from skbqa.common.errors import IndexStoreError
+from skbqa.serving.gateway import idempotency
 from skbqa.serving.security import admitted_token
 from skbqa.v1 import api_pb2
 
@@ -28,7 +31,10 @@ class LiveUpdates(Protocol):
     @property
     def accepted_version(self) -> int: ...
 
-    def apply(self, batch: list[tuple[int, Change]], where: str) -> tuple[int, Any]: ...
+    def apply(self, batch: list[tuple[int, Change]], where: str, key_id: str = "") -> tuple[int, Any]:
+        """`key_id`: the caller's scoped idempotency key ("" = none): a batch already accepted under it is
+        answered as it was then; UpdateRefused(FAILED_PRECONDITION) when the key came with another batch."""
+        ...
 
     def wait_for(self, version: int, timeout_s: float) -> bool: ...
 
@@ -88,7 +94,11 @@ def apply_changes(
             grpc.StatusCode.FAILED_PRECONDITION,
             "this server does not take changes: send them to an embedded server (skbqa serve --index DIR)",
         )
-    policy.check(context)
+    policy.check(context)  # first: a caller who may not change anything learns nothing about its key
+    try:
+        scoped_key = idempotency.key_id(context)
+    except idempotency.BadIdempotencyKey as exc:
+        raise UpdateRefused(grpc.StatusCode.INVALID_ARGUMENT, str(exc)) from None
     batch: list[tuple[int, Change]] = []
     for line, message in enumerate(requests, start=1):
         if line > MAX_BATCH:
@@ -97,7 +107,9 @@ def apply_changes(
     if not batch:
         raise ChangeError(STREAM, None, "no changes were sent")
     try:
-        version, outcome = live.apply(batch, STREAM)
+        version, outcome = live.apply(batch, STREAM, scoped_key)
+    except IdempotencyKeyReused as exc:  # the embedded writer's refusal (the distributed one answers it itself)
+        raise UpdateRefused(grpc.StatusCode.FAILED_PRECONDITION, str(exc)) from None
     except IndexStoreError as exc:  # the index is read-only here, or another process is its writer
         logger.warning("ApplyChanges refused: %s", exc)  # the detail names server paths: the log, not the client
         raise UpdateRefused(
