@@ -414,10 +414,13 @@ def test_index_is_mounted_read_only_except_in_the_ingest_job(
             for container in all_containers(spec):
                 for mount in container.get("volumeMounts", []):
                     if mount["name"] == "index":
-                        # the ingest Job builds it; fetch-index fills the pod's own volume (index.delivery objectStore)
-                        writable = (obj["kind"] == "Job" and container["name"] == "ingest") or container[
-                            "name"
-                        ] == "fetch-index"
+                        # the ingest Job builds it; fetch-index fills the pod's own volume (index.delivery objectStore);
+                        # the updater (updates.enabled) folds changes into it
+                        writable = (
+                            (obj["kind"] == "Job" and container["name"] == "ingest")
+                            or container["name"] == "fetch-index"
+                            or (obj["kind"] == "Deployment" and container["name"] == "updater")
+                        )
                         assert mount.get("readOnly", False) is (not writable), f"{where}/{container['name']}"
     if ci_file.name != "defaults-values.yaml":
         return

@@ -93,15 +93,48 @@ in the override, so an explicit `enabled: false` would be lost; this merge keeps
 {{- toYaml $base -}}
 {{- end -}}
 
-{{/* (dict "root" $ "name" "parser") -> YAML of the merged settings */}}
+{{/* (dict "root" $ "name" "parser") -> YAML of the merged settings ("updater": see skbqa.updaterSettings) */}}
 {{- define "skbqa.serviceSettings" -}}
+{{- if eq .name "updater" -}}
+{{- include "skbqa.updaterSettings" .root -}}
+{{- else -}}
 {{- $over := get .root.Values.services .name | default dict -}}
 {{- include "skbqa.deepMerge" (dict "base" .root.Values.serviceDefaults "over" $over) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The updater's settings: serviceDefaults, with what `updates` sets (an empty map or list there inherits), and
+what the index's one writer must be: one pod, so no HPA, no PodDisruptionBudget (with one pod it could only block
+node drains or allow everything) and no spread. */}}
+{{- define "skbqa.updaterSettings" -}}
+{{- $u := .Values.updates -}}
+{{- $over := dict "enabled" $u.enabled "replicas" 1 "autoscaling" (dict "enabled" false) "pdb" (dict "enabled" false) "topologySpread" (dict "enabled" false) -}}
+{{- range $key := list "resources" "terminationGracePeriodSeconds" "nodeSelector" "tolerations" "affinity" "extraEnv" "extraArgs" -}}
+{{- $value := get $u $key -}}
+{{- if or (kindIs "float64" $value) (kindIs "int" $value) (kindIs "int64" $value) (not (empty $value)) -}}
+{{- $_ := set $over $key $value -}}
+{{- end -}}
+{{- end -}}
+{{- include "skbqa.deepMerge" (dict "base" .Values.serviceDefaults "over" $over) -}}
 {{- end -}}
 
 {{/* The six pipeline services in pipeline order. */}}
 {{- define "skbqa.serviceNames" -}}
 gateway parser symbols grounding ranking reranker
+{{- end -}}
+
+{{/* Every component rendered as a service (Deployment, Service, NetworkPolicy, …, by services.yaml and
+networkpolicy.yaml): the six pipeline services and, with updates.enabled, the updater (`skbqa serve --role
+updater`, the index's one writer: docs/updates.md). */}}
+{{- define "skbqa.servedNames" -}}
+{{- include "skbqa.serviceNames" . -}}
+{{- if .Values.updates.enabled }} updater{{ end -}}
+{{- end -}}
+
+{{/* Components that encode texts, so call the encoder (Triton when configured): the parser, symbols and ranking
+for questions, the updater for the texts a change adds or alters. */}}
+{{- define "skbqa.encoderClients" -}}
+parser symbols ranking{{ if .Values.updates.enabled }} updater{{ end }}
 {{- end -}}
 
 {{/* Topic each stage consumes (the gateway consumes answers and is not lag-scaled). */}}
@@ -385,14 +418,22 @@ envFrom:
 
 {{/* The index volume of a pod that reads it: the PVC, or (objectStore) the emptyDir its fetch-index fills. */}}
 {{- define "skbqa.indexVolume" -}}
+{{- include "skbqa.indexVolumeOf" (dict "root" . "writable" false) -}}
+{{- end -}}
+
+{{/* The same, for a pod that reads it or (writable: the updater) writes it: (dict "root" $ "writable" bool). */}}
+{{- define "skbqa.indexVolumeOf" -}}
+{{- $root := .root -}}
 - name: index
-{{- if eq .Values.index.delivery "objectStore" }}
+{{- if eq $root.Values.index.delivery "objectStore" }}
   emptyDir:
-    sizeLimit: {{ .Values.index.objectStore.sizeLimit }}
+    sizeLimit: {{ $root.Values.index.objectStore.sizeLimit }}
 {{- else }}
   persistentVolumeClaim:
-    claimName: {{ include "skbqa.indexClaim" . }}
+    claimName: {{ include "skbqa.indexClaim" $root }}
+    {{- if not .writable }}
     readOnly: true
+    {{- end }}
 {{- end }}
 {{- end -}}
 
@@ -551,4 +592,69 @@ of env vars that come from the Secret, so no value or rendered manifest ever hol
 {{/* A bounded load-generator run's id: its Jobs are named `<fullname>-loadgen-<id>` (NOTES.txt prints it). */}}
 {{- define "skbqa.loadgenRunId" -}}
 {{- toJson (dict "loadgen" .Values.loadgen "image" (include "skbqa.imageRef" (dict "image" .Values.loadgen.image "root" .))) | sha256sum | trunc 8 -}}
+{{- end -}}
+
+{{/* ---------------------------------------------------------------------------------------------------------
+Live updates (updates.enabled): what cannot work is refused here, before anything is rendered (docs/updates.md,
+docs/deploy.md "Live updates"). A ReadWriteOnce index volume is not refused: every pod that mounts it must then
+run on one node, which is the operator's call (NOTES.txt says so).
+--------------------------------------------------------------------------------------------------------- */}}
+{{- define "skbqa.checkUpdates" -}}
+{{- $u := .Values.updates -}}
+{{- /* the single-partition topics, whether or not updates are on: every stage and gateway reads skbqa.versions */}}
+{{- if and .Values.kafka.enabled .Values.kafka.provisioning.enabled }}
+{{- $listed := dict }}
+{{- range .Values.kafka.provisioning.topics }}
+{{- if has .name (list "skbqa.changes" "skbqa.versions") }}
+{{- $_ := set $listed .name true }}
+{{- if ne (int .partitions) 1 }}
+{{- fail (printf "kafka.provisioning.topics lists %s with %v partitions: it must have exactly 1 (live updates rely on one ordered stream: versions are given out in that order)" .name .partitions) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if and $u.enabled (not (hasKey $listed "skbqa.changes")) }}
+{{- fail "updates.enabled with the bundled Kafka needs skbqa.changes in kafka.provisioning.topics with partitions: 1 (the updater takes change batches in the one order of a single partition)" }}
+{{- end }}
+{{- end }}
+{{- if $u.enabled }}
+{{- if eq .Values.index.delivery "objectStore" }}
+{{- fail "updates.enabled needs index.delivery volume: with objectStore every pod serves its own fetched copy of the index, and the updater's new snapshots are not shipped to them (they are written into the updater's own copy only), so no change would ever be served. Use a ReadWriteMany index volume shared by every pod" }}
+{{- end }}
+{{- $fixed := list }}
+{{- if .Values.milvus.enabled }}{{ $fixed = append $fixed "Milvus (milvus.enabled)" }}{{ end }}
+{{- if and (not .Values.milvus.enabled) .Values.externalMilvus.url }}{{ $fixed = append $fixed "Milvus (externalMilvus.url)" }}{{ end }}
+{{- if .Values.nebula.enabled }}{{ $fixed = append $fixed "NebulaGraph (nebula.enabled)" }}{{ end }}
+{{- if and (not .Values.nebula.enabled) .Values.externalNebula.url }}{{ $fixed = append $fixed "NebulaGraph (externalNebula.url)" }}{{ end }}
+{{- if .Values.ray.enabled }}{{ $fixed = append $fixed "Ray Serve (ray.enabled)" }}{{ end }}
+{{- if $fixed }}
+{{- fail (printf "updates.enabled cannot work with %s: the services using them serve copies of the index there that do not follow changes (docs/updates.md), so the gateway would refuse every ApplyChanges with FAILED_PRECONDITION. Switch those off, or leave updates off" (join ", " $fixed)) }}
+{{- end }}
+{{- if and .Values.gateway.auth.enabled (not $u.adminTokens.existingSecret) }}
+{{- fail "updates.enabled with gateway.auth.enabled needs updates.adminTokens.existingSecret: on a gateway that checks tokens only an admin token may call ApplyChanges, so without one no change could ever be applied" }}
+{{- end }}
+{{- if and $u.adminTokens.existingSecret (not .Values.gateway.auth.enabled) }}
+{{- fail "updates.adminTokens.existingSecret needs gateway.auth.enabled: admin tokens turn the gateway's token check on, so every call without an admin token would be refused UNAUTHENTICATED. Turn gateway.auth on (the askers' tokens), or leave adminTokens empty (then anyone who reaches the gateway may change the knowledge base: restrict networkPolicy.clients)" }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The gateway's admin tokens (ApplyChanges) with updates.enabled: the Secret's mount and the variable naming it.
+"env", "mount" or "volume"; call with (dict "root" $ "part" "env"). Renders nothing when there are none. */}}
+{{- define "skbqa.adminTokens" -}}
+{{- $u := .root.Values.updates -}}
+{{- if and $u.enabled $u.adminTokens.existingSecret -}}
+{{- if eq .part "env" }}
+- name: SKBQA_ADMIN_TOKENS_FILE
+  value: /etc/skbqa/admin/{{ $u.adminTokens.tokensKey }}
+{{- else if eq .part "mount" }}
+- name: admin
+  mountPath: /etc/skbqa/admin
+  readOnly: true
+{{- else if eq .part "volume" }}
+- name: admin
+  secret:
+    secretName: {{ $u.adminTokens.existingSecret }}
+    defaultMode: 0440
+{{- end }}
+{{- end -}}
 {{- end -}}
