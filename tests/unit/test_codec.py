@@ -19,7 +19,7 @@ def _query() -> StructuredQuery:
         target="g",
         symbols={
             "g": Symbol("g", "gene"),
-            "d": Symbol("d", "disease", ("asthma", "Asthma (severe)")),
+            "d": Symbol("d", "disease", ("asthma", "Asthma (severe)"), ("severe", "airway")),
             "v": Symbol("v"),
         },
         triplets=[Triplet("g", "associated_with", "d"), Triplet("g", None, "v", "undirected", 1, 3)],

@@ -56,6 +56,7 @@ INGREDIENTS = [
     "butter",
     "olive oil",
     "basil",
+    "rennet development culture",
 ]
 DISHES = ["risotto alla milanese", "cacio e pepe", "lasagna", "pesto"]
 NODES = [
@@ -178,3 +179,8 @@ def test_a_noun_that_is_no_type_word_may_stand_for_a_node_on_the_way(
 def test_irregular_past_participles_read_as_participles() -> None:
     assert all(reads_as_participle(w) for w in ("built", "kept", "written", "listed"))
     assert not any(reads_as_participle(w) for w in ("set", "run", "depends", "package"))  # "set" says too little
+
+
+def test_a_long_misspelt_word_english_also_lists_is_read_inside_a_long_name(engine: EmbeddedEngine) -> None:
+    parsed = parse(engine, "which dishes use rennet developement culture")
+    assert [s.names for s in parsed.constants] == [("rennet development culture",)]

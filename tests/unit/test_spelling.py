@@ -125,3 +125,10 @@ def test_a_word_the_knowledge_base_uses_is_never_respelt_as_english() -> None:
     assert plain.expand("aplasia of the bladder")[0] == "aphasia of the bladder"  # English would say so
     knowing = Abbreviations(schema, lambda token: False, known_word=lambda word: word == "aplasia")
     assert knowing.expand("aplasia of the bladder")[0] == "aplasia of the bladder"
+
+
+def test_a_long_misspelling_english_tables_know_is_still_respelt() -> None:
+    # lemminflect lists "developement" as a noun; ten letters or more, one edit from a name word, it is respelt
+    names = speller("lens development in camera-type eye")
+    assert names.respellings("developement") == ["development"]
+    assert names.respellings("contains") == []  # a shorter English word stays itself

@@ -21,6 +21,8 @@ class Symbol:
     name: str  # the variable as written in the query ("p"); anonymous nodes get generated names ("_1")
     type: str | None = None  # node type (label); None when the query gives none
     names: tuple[str, ...] = ()  # search strings for a constant (several from `IN [...]`); empty for a variable
+    # words that say which of the nodes bearing the name is meant ("bank (*as in: a financial institution*)")
+    sense: tuple[str, ...] = ()
 
     @property
     def is_constant(self) -> bool:
@@ -83,7 +85,11 @@ def parse_summary(parsed: StructuredQuery) -> dict[str, Any]:
         "predicted_type": parsed.predicted_type,
         "confidence": parsed.confidence,
         "symbols": {
-            name: {"type": s.type, **({"names": list(s.names)} if s.names else {})}
+            name: {
+                "type": s.type,
+                **({"names": list(s.names)} if s.names else {}),
+                **({"sense": list(s.sense)} if s.sense else {}),
+            }
             for name, s in parsed.symbols.items()
         },
         "triplets": [

@@ -60,7 +60,10 @@ def _scalar_from_proto(message: stages_pb2.Scalar) -> Scalar:
 def query_to_proto(query: StructuredQuery) -> stages_pb2.StructuredQuery:
     message = stages_pb2.StructuredQuery(
         target=query.target,
-        symbols=[stages_pb2.Symbol(name=s.name, type=s.type, names=list(s.names)) for s in query.symbols.values()],
+        symbols=[
+            stages_pb2.Symbol(name=s.name, type=s.type, names=list(s.names), sense=list(s.sense))
+            for s in query.symbols.values()
+        ],
         triplets=[
             stages_pb2.Triplet(
                 head=t.head,
@@ -94,7 +97,8 @@ def query_to_proto(query: StructuredQuery) -> stages_pb2.StructuredQuery:
 
 def query_from_proto(message: stages_pb2.StructuredQuery) -> StructuredQuery:
     symbols = {
-        s.name: Symbol(s.name, s.type if s.HasField("type") else None, tuple(s.names)) for s in message.symbols
+        s.name: Symbol(s.name, s.type if s.HasField("type") else None, tuple(s.names), tuple(s.sense))
+        for s in message.symbols
     }
     triplets = [
         Triplet(

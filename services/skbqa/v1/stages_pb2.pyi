@@ -20,14 +20,16 @@ class Scalar(_message.Message):
     def __init__(self, text: _Optional[str] = ..., integer: _Optional[int] = ..., number: _Optional[float] = ..., flag: _Optional[bool] = ...) -> None: ...
 
 class Symbol(_message.Message):
-    __slots__ = ("name", "type", "names")
+    __slots__ = ("name", "type", "names", "sense")
     NAME_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     NAMES_FIELD_NUMBER: _ClassVar[int]
+    SENSE_FIELD_NUMBER: _ClassVar[int]
     name: str
     type: str
     names: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, name: _Optional[str] = ..., type: _Optional[str] = ..., names: _Optional[_Iterable[str]] = ...) -> None: ...
+    sense: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., type: _Optional[str] = ..., names: _Optional[_Iterable[str]] = ..., sense: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Triplet(_message.Message):
     __slots__ = ("head", "edge", "tail", "direction", "min_hops", "max_hops")

@@ -206,12 +206,12 @@ class QueryAssembler:
             ):
                 # "Which gene goes by the alias X?": a name of the answer's own type that no edge of that type
                 # links to others is the answer itself, not the start of a detour through some other type.
-                parsed.symbols[TARGET] = Symbol(TARGET, target_type, (plan.constant.surface,))
+                parsed.symbols[TARGET] = Symbol(TARGET, target_type, (plan.constant.surface,), plan.constant.sense)
                 warnings.append(f"{plan.constant.surface!r} names the answer itself")
                 continue
             left, right = text.clause(plan.constant.start, plan.constant.end, RELATION_WORDS)
             text.relation_tokens.update(i for i in range(left, right) if text.claimed[i] is None)
-            parsed.symbols[name] = Symbol(name, type_name, (plan.constant.surface,))
+            parsed.symbols[name] = Symbol(name, type_name, (plan.constant.surface,), plan.constant.sense)
             vias = [f"m{index + 1}" + ("" if k == 0 else f"_{k + 1}") for k in range(len(option.vias))]
             for via, via_type in zip(vias, option.vias, strict=True):
                 parsed.symbols[via] = Symbol(via, via_type)

@@ -13,7 +13,7 @@ from skbqa.stages.parse.type_mentions import noun_lemma, unknown_word_lemma
 # The broader or containing end of a relation, in English: "parents of X", "processes containing X".
 INVERSE_WORDS = frozenset(
     {"parent", "parents", "grandparent", "grandparents", "superclass", "superclasses", "supertype", "supertypes",
-     "ancestor", "ancestors",
+     "ancestor", "ancestors", "hypernym", "hypernyms", "superordinate", "superordinates", "holonym", "holonyms",
      "broader", "above", "containing", "contains", "contain", "include", "includes", "including", "comprising",
      "comprises", "encompassing", "encompasses", "whole", "wholes"}
 )  # fmt: skip

@@ -30,7 +30,7 @@ _CLAUSE_TAIL = frozenset({"are", "is", "there", "exist", "exists", "s"})
 # What may stand between two coordinated names ("X and Y", "X, Y or Z", "both X and Y").
 COORDINATION = frozenset({"and", "or", "nor", "both", "either", "neither", "as", "well"})
 HAVE_WORDS = frozenset({"have", "has", "having", "had"})
-ANSWER_PRONOUNS = frozenset({"they", "it"})  # what a clause after a name calls the answer
+ANSWER_PRONOUNS = frozenset({"they"})  # what a clause after a name calls the (plural) answer; "it" is the name
 # Auxiliaries a relative clause's verb may follow ("the packages X *is* enhanced by", "… X *does* depend on").
 _AUXILIARIES = frozenset(
     {"is", "are", "was", "were", "gets", "get", "got", "does", "do", "did", "has", "have", "had"}
@@ -149,7 +149,7 @@ class ClauseRoles:
 
 
 def _answer_pronoun_acts(after_words: Sequence[str]) -> bool:
-    """ "… among the things *they recommend*", "… in the list *it depends* on": "they" or "it", then a verb."""
+    """ "… among the things *they recommend*": "they", then a verb."""
     for k, word in enumerate(after_words[:-1]):
         if word in ANSWER_PRONOUNS:
             verb = after_words[k + 1]

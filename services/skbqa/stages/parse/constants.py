@@ -12,11 +12,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from skbqa.query.context import QueryContext
-from skbqa.stages.parse.chain_words import RELATIVE_PRONOUNS
+from skbqa.stages.parse.chain_words import RELATING_PREPOSITIONS, RELATIVE_PRONOUNS
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.relation_labels import RelationLabels
 from skbqa.stages.parse.relations import stems
-from skbqa.stages.parse.spelling import Speller, word_classes
+from skbqa.stages.parse.spelling import Speller, is_english, word_classes
+from skbqa.stages.parse.type_descriptions import called_nouns
 from skbqa.stages.parse.type_mentions import QUESTION_WORDS, TypeVocabulary, noun_lemma
 from skbqa.stores.index import IndexStores
 from skbqa.stores.lexicon import NameLexicon
@@ -34,6 +35,7 @@ COMPARATIVES = frozenset({"more", "most", "fewer", "fewest", "less", "least"})
 # not the name of one node.
 INDEFINITE_ARTICLES = frozenset({"a", "an"})
 MIN_FUZZY_WORDS = 2
+LONG_RESPELL_NAME_WORDS = 3  # a long word English also knows is respelt only inside a name this long
 MIN_SINGLE_CORRECTED_CHARS = 7  # a corrected one-word name must be long: short unknown words are mostly jargon
 
 
@@ -44,6 +46,7 @@ class Constant:
     surface: str
     positions: np.ndarray  # matching nodes (names first), all types
     exact: bool  # found in the lexicon as written (False: after a typo correction, or the embedding fallback)
+    sense: tuple[str, ...] = ()  # words that say which of its nodes is meant (`sense_qualifiers`)
 
 
 class ConstantSpotter:
@@ -62,6 +65,9 @@ class ConstantSpotter:
         self._speller = Speller(lexicon)
         schema = stores.nodes.schema
         # A word of a multi-word type name on its own ("the curl *source*", "a *virtual* one") speaks of the type.
+        # what the schema says its nodes are called ("also called a word, term, concept …"): the question's words
+        # for what it asks about, even where a node bears the word as its name (every word does in a dictionary)
+        self._called = called_nouns(schema)
         self._type_name_words = {
             word
             for t in schema.node_types
@@ -128,7 +134,24 @@ class ConstantSpotter:
             found = [c for c in found if not any(k.start <= c.start and c.end <= k.end for k in corrected)]
             found += corrected
         found.sort(key=lambda c: c.start)
+        self._claim_called_type_words(text, found)
         return self._labels.drop(text, self._drop_typing_words(text, found))
+
+    def _claim_called_type_words(self, text: QuestionText, found: list[Constant]) -> None:
+        """ "the serf *program*", "the *tool* X": a word one type's description calls its nodes, next to a name,
+        types that name (a hint for `assemble`), like a type word; it is no name itself (`_may_be_single_name`)."""
+        for constant in found:
+            for i in (constant.start - 1, constant.end):
+                if not 0 <= i < len(text) or text.claimed[i] is not None or not text.tokens[i].text.islower():
+                    continue
+                # after the name only where its clause ends ("the serf *program* and …"): "X *tool* both built
+                # using" keeps the word in the clause that relates X
+                if i == constant.end and not (i + 1 >= len(text) or text.boundary_before(i + 1)):
+                    if text.tokens[i + 1].lower not in ("and", "or"):
+                        continue
+                word = text.tokens[i].lower
+                if word in self._called and self._types.introduces(word):
+                    text.claim(i, i + 1, "type")
 
     def _drop_typing_words(self, text: QuestionText, found: list[Constant]) -> list[Constant]:
         """ "the zsh *program*", "the mixer *library* libsdl2-mixer": a one-word lower-case name next to another
@@ -173,12 +196,13 @@ class ConstantSpotter:
         ("*tumour* protein p63"; "MAPKKKK" is an alias, not a typo of "MAPKKK"), another name word also one edit
         away ("*Rodriguez* blindness")."""
         readings: dict[int, list[str]] = {}
-        respelt: set[int] = set()
+        respelt: dict[int, int] = {}  # a respelt known word: the fewest words of a name it may be read into
         for i, token in enumerate(text.tokens):
             found = self._speller.readings(token.text) if text.claimed[i] is None else []
             if not found and text.claimed[i] in (None, "constant"):
                 found = self._speller.respellings(token.text, edits=text.claimed[i] is None)
-                respelt.update([i] if found else [])
+                if found:
+                    respelt[i] = LONG_RESPELL_NAME_WORDS if is_english(token.lower) else 2
             if found:
                 readings[i] = found
         if not readings:
@@ -189,7 +213,7 @@ class ConstantSpotter:
             if any(c.start <= index < c.end for c in corrected):
                 continue
             inside = next((c for c in written if c.start <= index < c.end), None)
-            shortest = 2 if index in respelt else 1
+            shortest = respelt.get(index, 1)
             if inside is not None:
                 shortest = max(shortest, inside.end - inside.start + 1)
             for n in range(min(lexicon.max_words, len(text)), shortest - 1, -1):
@@ -227,6 +251,14 @@ class ConstantSpotter:
         word = text.tokens[index].lower
         if len(word) < MIN_SINGLE_WORD_CHARS or word in FUNCTION_WORDS or word in self._type_name_words:
             return False
+        lower = text.tokens[index].text.islower() or index == 0
+        # (not "to" before a verb: "I'd like to *know* …" is an infinitive)
+        after_preposition = index > 0 and (
+            text.tokens[index - 1].lower in RELATING_PREPOSITIONS
+            and not (text.tokens[index - 1].lower == "to" and "NOUN" not in word_classes(word))
+        )
+        if lower and not after_preposition and (word in self._called or is_discourse_word(word)):
+            return False  # "which *words* …", "I'd like to *know* …", "*Help* me find …": how one asks
         if len(word) == 2 and (word in SHORT_ENGLISH or not word.isalnum()):
             return False
         if index == 0 and word in QUESTION_WORDS:  # "*Identify* all the tags …", "*List* …": the request itself
@@ -237,10 +269,18 @@ class ConstantSpotter:
             return False  # "Golgi stack-*localized* genes", "CLRN1-*related*": it relates the word before
         if self._verb_of_relative_clause(text, index):
             return False
-        if text.tokens[index].text.islower() and _only_a_modifier(word) and not self._typed_next_to(text, index):
+        if (
+            text.tokens[index].text.islower()
+            and _only_a_modifier(word)
+            and not self._typed_next_to(text, index)
+            and not _object_of_a_preposition(text, index)
+        ):
             # "but *only* those …", "*less* than 9": English, unless a type word says it is one ("the less package")
             return False
-        return index == 0 or text.tokens[index - 1].lower not in INDEFINITE_ARTICLES
+        # "a subtype of …", "a protein that …" introduce an unnamed node; "the parts of *a car*", ending its clause,
+        # names one
+        ends_clause = index + 1 >= len(text) or text.boundary_before(index + 1)
+        return index == 0 or text.tokens[index - 1].lower not in INDEFINITE_ARTICLES or ends_clause
 
     @staticmethod
     def _verb_of_relative_clause(text: QuestionText, index: int) -> bool:
@@ -305,6 +345,16 @@ EXTRA_PREPOSITIONS = frozenset({"against", "upon", "onto", "towards", "toward", 
 def _a_participle(word: str) -> bool:
     """Whether the word is a verb's past participle ("localized", "related", "encoded")."""
     return word.endswith("ed") and "VERB" in word_classes(word)
+
+
+def _object_of_a_preposition(text: QuestionText, index: int) -> bool:
+    """ "antonyms of *meagerly*": an adverb after a preposition, ending its clause, modifies nothing: it is named."""
+    return (
+        index > 0
+        and text.tokens[index - 1].lower in ("of", "to", "as", "than", "like")
+        and (index + 1 >= len(text) or text.boundary_before(index + 1))
+        and text.tokens[index].lower not in COMPARATIVES
+    )
 
 
 def _only_a_modifier(word: str) -> bool:

@@ -7,6 +7,7 @@ about any one SKB; a cue claims its words up to the end of the clause.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from skbqa.stages.parse.question_text import QuestionText
@@ -65,8 +66,12 @@ class TextCue:
     weak: bool = False
 
 
-def claim_text_cues(text: QuestionText) -> list[TextCue]:
-    """Find cues in free tokens, claim cue + keyword span (to the clause's end); return the keyword spans."""
+def claim_text_cues(
+    text: QuestionText, says_an_edge: Callable[[list[str]], bool] = lambda _: False
+) -> list[TextCue]:
+    """Find cues in free tokens, claim cue + keyword span (to the clause's end); return the keyword spans.
+    `says_an_edge`: whether words are an edge's name (a weak cue inside one is no cue: "*derivationally related*
+    to X" names the schema's `derivationally_related`)."""
     found: list[TextCue] = []
     words = [t.lower for t in text.tokens]
     i = 0
@@ -74,6 +79,8 @@ def claim_text_cues(text: QuestionText) -> list[TextCue]:
         matched = next(
             (cue for cue in CUES if tuple(words[i : i + len(cue)]) == cue and text.free(i, i + len(cue))), None
         )
+        if matched is not None and matched in WEAK_CUES and i > 0 and says_an_edge([words[i - 1], words[i]]):
+            matched = None
         if matched is None:
             i += 1
             continue

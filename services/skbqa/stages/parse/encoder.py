@@ -20,8 +20,6 @@ import threading
 from collections.abc import Callable
 from dataclasses import replace
 
-import numpy as np
-
 from skbqa.query.context import QueryContext
 from skbqa.query.encoder import Encoder
 from skbqa.query.structured import AttributeConstraint, StructuredQuery
@@ -36,10 +34,12 @@ from skbqa.stages.parse.chain_words import (
     is_narrower_noun,
 )
 from skbqa.stages.parse.constants import FUZZY_MIN_COSINE, Constant, ConstantSpotter
-from skbqa.stages.parse.cues import TextCue, claim_text_cues
+from skbqa.stages.parse.cue_reader import CueReader
+from skbqa.stages.parse.cues import claim_text_cues
 from skbqa.stages.parse.existence import add_existence_triplets
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.relations import RelationChooser
+from skbqa.stages.parse.sense_qualifiers import cut_qualifiers, narrow
 from skbqa.stages.parse.sentence_joins import drop_restated_aside, join_sentences, join_topic
 from skbqa.stages.parse.target_type import TargetTypeGuesser, TargetTypeReader
 from skbqa.stages.parse.topic_adverbials import lift_topic_adverbial
@@ -83,6 +83,7 @@ class EncoderParser:
         self._stores = stores
         self._schema = stores.nodes.schema
         self._lexicon = lexicon
+        self._cues = CueReader(stores, lexicon)
         synonyms = TypeSynonyms(self._schema, self._word_usage)
         self._types = TypeVocabulary(self._schema, synonyms.words_of_one_type())
         self._usage: TypeWordUsage | None = None
@@ -153,13 +154,16 @@ class EncoderParser:
         if lifted is not None:
             question = lifted
             warnings.append("an adverbial's noun read as what the question asks for")
+        question, qualifiers = cut_qualifiers(question)
+        if qualifiers:
+            warnings.append(f"{len(qualifiers)} sense qualifier(s) read as which node a name means")
         text = QuestionText.of(question, is_name=self._is_name if reading.head_noun else None)
         with query.stage("parse.target_type"):
             target_type, type_source = self._target.read(query, text, warnings, reading.head_noun)
         with query.stage("parse.constraints"):
-            cues = claim_text_cues(text)
+            cues = claim_text_cues(text, self._cues.says_an_edge)
             texts = list(text.quotes) + [
-                cue.text for cue in cues if not self._names_a_node(text, cue, target_type)
+                cue.text for cue in cues if not self._cues.names_a_node(text, cue, target_type)
             ]
             # An attribute only one type has outweighs a guess ("which have EC 3.6.-.-?"); not a synonym: the value
             # may identify a constant ("features recorded for ORPHA:2898").
@@ -175,6 +179,7 @@ class EncoderParser:
             self._claim_knowledge_base_context(text, warnings)
             constants = self._constants.exact(text, typos=reading.typos)
             constants += self._constants.fuzzy(text, query)
+            constants = narrow(text, constants, qualifiers, self._stores.nodes)
         if type_source in ("word", "synonym") and target_type is not None:
             constants = self._drop_answer_qualifiers(text, constants, target_type, warnings)
         if type_source in WEAK_TYPE_SOURCES and reading.head_noun:
@@ -357,27 +362,6 @@ class EncoderParser:
                 codes = self._stores.nodes.types[constant.positions[:1]]
                 return self._schema.node_types[int(codes[0])].name if codes.size else None
         return None
-
-    def _names_a_node(self, text: QuestionText, cue: TextCue, target_type: str | None) -> bool:
-        """A weak cue's span that is exactly the name of a node the schema relates to the answer's type in one
-        way only is a relation ("papers about <field>": has_topic); with several possible relations ("diseases
-        related to <phenotype>": phenotype, clinical feature, inheritance…) the words stay a text constraint."""
-        if not cue.weak or target_type is None:
-            return False
-        positions = self._lexicon().positions(cue.text, original=cue.text)
-        if not positions.size:
-            return False
-        types = {self._schema.node_types[int(c)].name for c in np.unique(self._stores.nodes.types[positions])}
-        ways = [
-            e
-            for e in self._schema.edge_types
-            if (e.source == target_type and e.target in types) or (e.target == target_type and e.source in types)
-        ]
-        if len(ways) != 1:
-            return False
-        text.claim(cue.start, cue.body_start, "relation")
-        text.release(cue.body_start, cue.end)
-        return True
 
 
 _TYPE_WORD_PAIR = re.compile(r"(?<![\w-])([A-Za-z]+)(?:\s+(?:or|and)\s+|\s*/\s*)([A-Za-z]+)(?![\w-])")

@@ -13,7 +13,7 @@ import numpy as np
 from skbqa.stages.parse.chain_words import RELATIVE_PRONOUNS
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
 from skbqa.stages.parse.relations import stems
-from skbqa.stages.parse.spelling import is_english
+from skbqa.stages.parse.spelling import is_english, word_classes
 from skbqa.stages.parse.type_mentions import noun_lemma
 from skbqa.stages.parse.type_synonyms import COPULAS
 from skbqa.stores.index import IndexStores
@@ -45,6 +45,7 @@ LABEL_LEVELS = 4
 MIN_EDGE_PHRASE_WORDS = 2
 EDGE_PHRASE_LEAD = 3  # "*modes of* inheritance": the edge's other words come this close before the name
 EDGE_NAME = "edge_name"  # how a name that says an edge's name is claimed
+RELATION_PREPOSITIONS = frozenset({"of", "to", "as", "with"})  # "hypernyms *of*", "belong *to*", "marked *as*"
 
 
 class RelationLabels:
@@ -52,6 +53,10 @@ class RelationLabels:
         self._stores = stores
         schema = stores.nodes.schema
         self._edge_name_stems = set().union(*(stems(e.name.replace("_", " ")) for e in schema.edge_types))
+        # the words of every edge's name and description, type names aside ("hyper", "belon", "topic")
+        self._edge_text_stems = set().union(
+            *(stems(f"{e.name.replace('_', ' ')} {e.description}") for e in schema.edge_types)
+        )
         type_stems = set().union(*(stems(t.name.replace("_", " ")) for t in schema.node_types))
         # each edge's own words, type names aside, when there are several: "mode", "inheritance"
         self._edge_phrases = [
@@ -71,6 +76,9 @@ class RelationLabels:
             if self.says_an_edge_name(text, constant.start, constant.end):
                 text.claim(constant.start, constant.end, EDGE_NAME)  # a relation's words: in its clause
                 continue
+            if self._says_a_relation_in_its_slot(text, constant):
+                text.claim(constant.start, constant.end, EDGE_NAME)
+                continue
             if nxt is not None and self._labels_next(text, constant, nxt):
                 text.claim(constant.start, constant.end, "relation")
                 continue
@@ -86,10 +94,37 @@ class RelationLabels:
         before = stems(" ".join(noun_lemma(w) or w for w in lead))
         return bool(own) and any(own <= words <= own | before for words in self._edge_phrases)
 
+    def _says_a_relation_in_its_slot(self, text: QuestionText, constant: _Name) -> bool:
+        """ "which concepts are *hypernyms* of X", "… *belong to* the topic X": where every word is some node's name
+        (a dictionary's SKB), an English word in lower case that the schema's edge names or descriptions use
+        ("Hypernymy: …", "the concept belongs to the field or topic …"), standing where a relation stands (after a
+        copula or a relative pronoun, or before "of", "to", "as" or "with"), says that relation."""
+        words = text.words(constant.start, constant.end)
+        content = [w for w in words if w not in FUNCTION_WORDS]
+        if len(content) != 1 or not text.tokens[constant.start].text.islower():
+            return False
+        if not stems(noun_lemma(content[0]) or content[0]) <= self._edge_text_stems:
+            return False
+        as_a = text.words(max(constant.start - 2, 0), constant.start) in (["as", "a"], ["as", "an"])
+        if as_a and (constant.end >= len(text) or text.boundary_before(constant.end)):
+            return True  # "(terms that include X) *as a part*": the role X plays, a relation's noun
+        before = text.words(max(constant.start - 1, 0), constant.start)
+        after = text.words(constant.end, constant.end + 1)
+        # after a copula, a relative pronoun, or a plural head noun whose verb it is ("which concepts *belong to*")
+        opens = bool(before) and (
+            before[0] in LINKING_VERBS
+            or before[0] in RELATIVE_PRONOUNS
+            or (noun_lemma(before[0]) not in (None, before[0]) and "VERB" in word_classes(content[0]))
+        )
+        leads = bool(after) and after[0] in RELATION_PREPOSITIONS and not text.boundary_before(constant.end)
+        return opens and (leads or words[-1] in RELATION_PREPOSITIONS)
+
     def _labels_next(self, text: QuestionText, constant: _Name, nxt: _Name) -> bool:
         between = text.words(constant.end, nxt.start)
         if self._category_of(text, constant, nxt, between):
             return True
+        if "as" in between:
+            return False  # "(include) wheel *as* a part": the second says the role of the first
         if len(between) > 2 or any(w not in FUNCTION_WORDS or w in COORDINATORS for w in between):
             return False  # "X and Y", "X or Y": two names side by side, neither labels the other
         if any(w in RELATIVE_PRONOUNS or w == "whose" for w in between):

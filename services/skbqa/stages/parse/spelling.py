@@ -22,6 +22,9 @@ from skbqa.stores.lexicon import NameLexicon
 MIN_WORD_CHARS = 5  # shorter words are too often another real word one edit away
 TWO_EDIT_MIN_CHARS = 9  # two edits apart: only long words, where two real words that close are rare
 RESPELL_MIN_CHARS = 6  # a known word read as another one edit away: only longer ones
+# English's tables know common misspellings as words ("developement"); one this long, one edit from a name word,
+# is read as that word inside a name of three words or more, where a real word that close would not fit
+LONG_RESPELL_MIN_CHARS = 10
 MAX_READINGS = 4
 ENGLISH_RESPELL_MIN_CHARS = 6  # an English word misspelt: shorter ones are too often another word or a name
 _ALPHABET = "abcdefghijklmnopqrstuvwxyz"  # of a misspelt word, tried against the words beside it: the one that completes a name wins
@@ -170,7 +173,8 @@ class Speller:
         found = self._within(lowered, 1)
         if not found and len(lowered) >= TWO_EDIT_MIN_CHARS:
             found = self._within(lowered, 2)
-        return found
+        # "derivationally" is "derivational" made an adverb, not a typo of it
+        return [w for w in found if not _derived_from(lowered, w)]
 
     def respellings(self, word: str, *, edits: bool = True) -> list[str]:
         """Other name words a known word may have been meant as: its variant spelling ("tumour" beside "tumor"),
@@ -181,7 +185,11 @@ class Speller:
             return []
         self._words()
         found = [w for w in self._by_key.get(spelling_key(lowered), []) if w != lowered]
-        if edits and len(lowered) >= RESPELL_MIN_CHARS and not is_english(lowered):
+        if (
+            edits
+            and len(lowered) >= RESPELL_MIN_CHARS
+            and (not is_english(lowered) or len(lowered) >= LONG_RESPELL_MIN_CHARS)
+        ):
             found += [w for w in self._within(lowered, 1) if w != lowered and w not in found]
         return found[:MAX_READINGS]
 
@@ -199,3 +207,11 @@ class Speller:
             )
             found.extend((int(distance), match) for match, distance, _ in matches)
         return [match for _, match in sorted(found)[:MAX_READINGS]]
+
+
+# English suffixes that make one word of another: a word that is a name word plus one of them is that word derived
+DERIVING_SUFFIXES = ("ly", "s", "es", "ed", "ing", "er", "al", "ness", "y")
+
+
+def _derived_from(word: str, name_word: str) -> bool:
+    return any(word == name_word + suffix or name_word == word + suffix for suffix in DERIVING_SUFFIXES)

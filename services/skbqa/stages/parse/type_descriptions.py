@@ -112,3 +112,20 @@ def place_types(schema: Schema) -> set[str]:
             if (noun_lemma(word) or word) in PLACE_NOUNS and {"a", "an"} & set(words[max(0, k - 3) : k]):
                 found.add(node_type.name)
     return found
+
+
+# "(… *also called* a noun, word, term, concept, thing or kind)": where a curator lists what users call a type's nodes
+_CALLED = re.compile(r"\b(?:also called|also known as|a\.k\.a\.|aka)\b(?P<list>[^):;]*)")
+
+
+def called_nouns(schema: Schema) -> set[str]:
+    """Every form of the nouns a description says a type's nodes are called ("also called a program, library …"):
+    words for what is asked about, whatever node may also bear them as a name."""
+    found: set[str] = set()
+    for node_type in schema.node_types:
+        for match in _CALLED.finditer(node_type.description.lower()):
+            for token in _TOKEN.findall(match.group("list")):
+                lemma = noun_lemma(token) or unknown_word_lemma(token)
+                if lemma is not None and token not in FUNCTION_WORDS:
+                    found.update(noun_forms(lemma))
+    return found

@@ -38,6 +38,7 @@ class SymbolStep:
                         node_types=nodes.types,
                         type_code=self._lookups.type_codes.get(constant.type or ""),
                         l_max=config.l_max,
+                        nodes=nodes,
                     )
             for name, allowed in passing.items():
                 # A constant keeps its ranked candidates that pass (in order); a variable starts from the set.

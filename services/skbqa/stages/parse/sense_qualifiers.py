@@ -1,0 +1,68 @@
+"""Which sense of a name the question means, said right after the name: "angle (*the competition sense*)",
+"raven, *meaning 'prey on or hunt for'*", "chronic (*as in: being long-lasting …*)", "vulnerable (*"susceptible to
+attack"*)", "constant *in the quantity sense*", "coffin *as a noun*", "easiness (*noun.feeling*)". A qualifier
+is no part of what the question asks: it is cut from the question before the passes, and afterwards narrows the
+name it follows to its nodes whose own words (document: type, name, text, attributes) share the most with it.
+English only; nothing of any one SKB.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from skbqa.stages.parse.constants import Constant
+from skbqa.stages.parse.question_text import QuestionText
+from skbqa.stages.senses import closest_senses, sense_words
+from skbqa.stores.nodes import NodeTable
+
+_QUOTE = r"['\"“”‘’]"
+# Each: the qualifier's words in group "q". Tried in order; each match is cut from the question.
+_PATTERNS = (
+    re.compile(rf",?\s*\bmeaning\s+{_QUOTE}(?P<q>[^'\"“”‘’]+?)\.*{_QUOTE}", re.IGNORECASE),
+    re.compile(r"\s*\(\s*as in:?\s*(?P<q>[^)]+?)\.*\s*\)", re.IGNORECASE),
+    re.compile(rf"\s*\(\s*{_QUOTE}(?P<q>[^)]+?)\.*{_QUOTE}\s*\)"),
+    re.compile(r"\s*\(\s*(?:the|in the)\s+(?P<q>[\w.-]+(?:\s+[\w.-]+)?)\s+sense\s*\)", re.IGNORECASE),
+    re.compile(r"\s+in\s+the\s+(?P<q>[\w.-]+)\s+sense\b", re.IGNORECASE),
+    re.compile(r"\s+as\s+an?\s+(?P<q>noun|verb|adjective|adverb)\b", re.IGNORECASE),
+    re.compile(r"\s*\(\s*(?P<q>[a-z]+\.[a-z]+)\s*\)"),  # a dotted category in parentheses ("noun.feeling")
+)
+
+
+@dataclass(frozen=True)
+class Qualifier:
+    after: int  # character offset in the cut question where the qualified name ends
+    words: frozenset[str]
+    text: str
+
+
+def cut_qualifiers(question: str) -> tuple[str, list[Qualifier]]:
+    """The question without its sense qualifiers, and the qualifiers (where each stood, what it says)."""
+    found: list[Qualifier] = []
+    for pattern in _PATTERNS:
+        while (match := pattern.search(question)) is not None:
+            said = match.group("q").strip()
+            question = question[: match.start()] + question[match.end() :]
+            found = [
+                replace(q, after=q.after - (match.end() - match.start())) if q.after > match.start() else q
+                for q in found
+            ]
+            found.append(Qualifier(match.start(), sense_words(said), said))
+    return question, sorted(found, key=lambda q: q.after)
+
+
+def narrow(
+    text: QuestionText, constants: list[Constant], qualifiers: list[Qualifier], nodes: NodeTable
+) -> list[Constant]:
+    """Each constant a qualifier follows, kept to the nodes its words mean (`stages.senses`), and carrying them
+    (step 4 narrows the candidates alike)."""
+    narrowed: list[Constant] = []
+    for constant in constants:
+        end = text.tokens[constant.end - 1].end
+        said = next((q for q in qualifiers if 0 <= q.after - end <= 1 and q.words), None)
+        if said is None:
+            narrowed.append(constant)
+            continue
+        positions = closest_senses(nodes, constant.positions, said.words)
+        narrowed.append(replace(constant, positions=positions, sense=tuple(sorted(said.words))))
+    return narrowed
