@@ -146,9 +146,9 @@ class ConstantSpotter:
                     continue
                 # after the name only where its clause ends ("the serf *program* and …"): "X *tool* both built
                 # using" keeps the word in the clause that relates X
-                if i == constant.end and not (i + 1 >= len(text) or text.boundary_before(i + 1)):
-                    if text.tokens[i + 1].lower not in ("and", "or"):
-                        continue
+                ends = i + 1 >= len(text) or text.boundary_before(i + 1)
+                if i == constant.end and not ends and text.tokens[i + 1].lower not in ("and", "or"):
+                    continue
                 word = text.tokens[i].lower
                 if word in self._called and self._types.introduces(word):
                     text.claim(i, i + 1, "type")
