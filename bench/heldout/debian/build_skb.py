@@ -21,7 +21,6 @@ import collections
 import glob
 import gzip
 import hashlib
-import json
 import lzma
 import os
 import re
@@ -29,6 +28,9 @@ import shutil
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import bundle_writer
 
 ARCHES = {"amd64", "all"}
 
@@ -850,7 +852,6 @@ def build(lists_dir: str, out_dir: str, max_packages: int | None, seed: str) -> 
         edges.add((key2id[("source_package", s)], "maintained_by", key2id[("maintainer", mname)]))
 
     # ---------------- write
-    os.makedirs(out_dir, exist_ok=True)
     schema = {
         "name": SCHEMA["name"],
         "description": SCHEMA["description"],
@@ -861,14 +862,7 @@ def build(lists_dir: str, out_dir: str, max_packages: int | None, seed: str) -> 
             for s, t in pairs
         ],
     }
-    with open(os.path.join(out_dir, "schema.json"), "w") as f:
-        json.dump(schema, f, indent=2)
-    with gzip.open(os.path.join(out_dir, "nodes.jsonl.gz"), "wt", encoding="utf-8") as f:
-        for nd in nodes:
-            f.write(json.dumps(nd, ensure_ascii=False) + "\n")
-    with gzip.open(os.path.join(out_dir, "edges.jsonl.gz"), "wt", encoding="utf-8") as f:
-        for s, t, d in sorted(edges):
-            f.write(json.dumps({"src": s, "type": t, "dst": d}) + "\n")
+    bundle_writer.write_bundle(out_dir, schema, nodes, edges)
     stats = {
         "lists": [os.path.basename(x) for x in files],
         "archive_packages": len(pkgs),
@@ -885,64 +879,11 @@ def build(lists_dir: str, out_dir: str, max_packages: int | None, seed: str) -> 
         "seconds_load": round(t_load, 1),
         "seconds_total": round(time.time() - t0, 1),
     }
-    with open(os.path.join(out_dir, "build_stats.json"), "w") as f:
-        json.dump(stats, f, indent=2)
+    bundle_writer.write_stats(out_dir, stats)
     return stats
 
 
-def validate(out_dir: str) -> list[str]:
-    errs = []
-    with open(os.path.join(out_dir, "schema.json")) as f:
-        schema = json.load(f)
-    ntypes = {t["name"] for t in schema["node_types"]}
-    for t in schema["node_types"]:
-        if set(t) != {"name", "description", "name_attr"}:
-            errs.append(f"node type keys {t}")
-    pairs = collections.defaultdict(set)
-    for e in schema["edge_types"]:
-        if e["source"] not in ntypes or e["target"] not in ntypes:
-            errs.append(f"edge type {e['name']} uses unknown node type")
-        pairs[e["name"]].add((e["source"], e["target"]))
-    types = {}
-    names = collections.Counter()
-    with gzip.open(os.path.join(out_dir, "nodes.jsonl.gz"), "rt", encoding="utf-8") as f:
-        for i, line in enumerate(f):
-            nd = json.loads(line)
-            if nd["id"] != i:
-                errs.append(f"node id {nd['id']} at line {i}")
-            if nd["type"] not in ntypes:
-                errs.append(f"node {i} unknown type {nd['type']}")
-            if not isinstance(nd["name"], str) or not nd["name"] or not isinstance(nd["text"], str):
-                errs.append(f"node {i} bad name/text")
-            for k, v in nd["attrs"].items():
-                if not isinstance(k, str) or not isinstance(v, (str, int, float, bool)):
-                    errs.append(f"node {i} attr {k} not scalar")
-            types[i] = nd["type"]
-            names[(nd["type"], nd["name"])] += 1
-    for k, c in names.items():
-        if c > 1:
-            errs.append(f"duplicate node {k}")
-    seen = set()
-    with gzip.open(os.path.join(out_dir, "edges.jsonl.gz"), "rt", encoding="utf-8") as f:
-        for line in f:
-            e = json.loads(line)
-            key = (e["src"], e["type"], e["dst"])
-            if key in seen:
-                errs.append(f"duplicate edge {key}")
-            seen.add(key)
-            if e["src"] not in types or e["dst"] not in types:
-                errs.append(f"dangling edge {key}")
-            elif (types[e["src"]], types[e["dst"]]) not in pairs.get(e["type"], ()):
-                errs.append(f"edge {key} {types[e['src']]}->{types[e['dst']]} not in schema")
-            if len(errs) > 50:
-                return errs
-    return errs
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("lists_dir")
-    ap.add_argument("out_dir")
+def options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--max-packages",
         type=int,
@@ -951,16 +892,16 @@ def main():
         "Depends closure); 0 keeps the whole archive (default 34000)",
     )
     ap.add_argument("--seed", default="skb-heldout-1")
-    ap.add_argument("--validate-only", action="store_true")
-    a = ap.parse_args()
-    if not a.validate_only:
-        stats = build(a.lists_dir, a.out_dir, a.max_packages or None, a.seed)
-        print(json.dumps(stats, indent=2))
-    errs = validate(a.out_dir)
-    if errs:
-        print("INVALID bundle:\n  " + "\n  ".join(errs[:50]), file=sys.stderr)
-        sys.exit(1)
-    print("bundle valid")
+
+
+def main():
+    bundle_writer.builder_main(
+        __doc__,
+        "lists_dir",
+        lambda a: build(a.lists_dir, a.out_dir, a.max_packages or None, a.seed),
+        options,
+        unique_names=True,
+    )
 
 
 if __name__ == "__main__":

@@ -17,72 +17,26 @@ Standard library only.
 
 from __future__ import annotations
 
-import argparse
 import collections
-import gzip
-import json
 import os
 import random
 import re
 import sys
+from typing import ClassVar
 from urllib.parse import urlparse
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import spec_language as sl
+from spec_language import eval_spec as eval_spec
+from spec_language import join_and, plural
+
+NAME, DEFAULT_N = "debian", 300
 FAMILIES = ["one-hop", "two-constants", "attr-relation", "two-hop", "two-hop-plus", "text-cue"]
 MAX_ANS, MIN_ANS = 30, 1
 
 # --------------------------------------------------------------------------------------
-# knowledge base + spec evaluation
+# knowledge base: the shared spec language (spec_language.py) plus the 'host' operator
 # --------------------------------------------------------------------------------------
-
-
-class KB:
-    def __init__(self, bundle: str):
-        with open(os.path.join(bundle, "schema.json")) as f:
-            self.schema = json.load(f)
-        self.nodes = []
-        with gzip.open(os.path.join(bundle, "nodes.jsonl.gz"), "rt", encoding="utf-8") as f:
-            for line in f:
-                self.nodes.append(json.loads(line))
-        self.out = collections.defaultdict(set)  # (src, etype) -> {dst}
-        self.inn = collections.defaultdict(set)  # (dst, etype) -> {src}
-        self.inc = collections.defaultdict(set)  # node -> {(etype, dir)}
-        with gzip.open(os.path.join(bundle, "edges.jsonl.gz"), "rt", encoding="utf-8") as f:
-            for line in f:
-                e = json.loads(line)
-                self.out[(e["src"], e["type"])].add(e["dst"])
-                self.inn[(e["dst"], e["type"])].add(e["src"])
-                self.inc[e["src"]].add((e["type"], "out"))
-                self.inc[e["dst"]].add((e["type"], "in"))
-        self.by_type = collections.defaultdict(list)
-        self.by_key = {}
-        self.name_types = collections.defaultdict(set)
-        for n in self.nodes:
-            self.by_type[n["type"]].append(n["id"])
-            self.by_key[(n["type"], n["name"])] = n["id"]
-            self.name_types[n["name"].lower()].add(n["type"])
-        self.pairs = collections.defaultdict(set)
-        for e in self.schema["edge_types"]:
-            self.pairs[e["name"]].add((e["source"], e["target"]))
-        self._text = {}
-
-    def type(self, i):
-        return self.nodes[i]["type"]
-
-    def name(self, i):
-        return self.nodes[i]["name"]
-
-    def nbrs(self, i, etype, d):
-        """Nodes reached from i along etype; d='out' follows the edge, 'in' goes backwards."""
-        return self.out.get((i, etype), set()) if d == "out" else self.inn.get((i, etype), set())
-
-    def lower_text(self, i):
-        t = self._text.get(i)
-        if t is None:
-            t = self._text[i] = self.nodes[i]["text"].lower()
-        return t
-
-    def resolve(self, c):
-        return self.by_key[(c["type"], c["name"])]
 
 
 def host_of(url: str) -> str:
@@ -93,67 +47,14 @@ def host_of(url: str) -> str:
     return h[4:] if h.startswith("www.") else h
 
 
-def attr_ok(node, cond) -> bool:
+def host_ok(node, cond) -> bool:
+    """{"attr", "op": "host", "value"}: the attribute is a URL on that host (www. dropped)."""
     v = node["attrs"].get(cond["attr"])
-    op = cond["op"]
-    if op == "=":
-        return v == cond["value"]
-    if op == "host":
-        return isinstance(v, str) and host_of(v) == cond["value"]
-    if op in (">", "<") and isinstance(v, (int, float)) and not isinstance(v, bool):
-        return v > cond["value"] if op == ">" else v < cond["value"]
-    return False
+    return isinstance(v, str) and host_of(v) == cond["value"]
 
 
-def text_ok(kb, i, word) -> bool:
-    return re.search(r"\b" + re.escape(word.lower()) + r"\b", kb.lower_text(i)) is not None
-
-
-def path_sources(kb, path, const_id, target_type, limit=None):
-    """All nodes of target_type from which `path` (a list of hops, nearest first) reaches const."""
-    cur = {const_id}
-    for k in range(len(path) - 1, -1, -1):
-        hop = path[k]
-        near_type = target_type if k == 0 else path[k - 1]["via"]
-        back = "in" if hop["dir"] == "out" else "out"
-        nxt = set()
-        for x in cur:
-            for y in kb.nbrs(x, hop["edge"], back):
-                if kb.type(y) == near_type:
-                    nxt.add(y)
-        cur = nxt
-        if limit and len(cur) > limit:
-            return None
-    return cur
-
-
-def eval_spec(kb, spec, limit=20000):
-    """Gold answer set of a spec: {"target_type", "constraints": [...], "exclude_constants"}.
-
-    constraint kinds: {"path": [hop...], "const": {"type","name"}} with hop = {"edge","dir"
-    [,"via"]} ('out': the node nearer the target is the edge's source); {"attr","op","value"};
-    {"text": word}.
-    """
-    T = spec["target_type"]
-    sets, filters = [], []
-    consts = set()
-    for c in spec["constraints"]:
-        if "path" in c:
-            cid = kb.resolve(c["const"])
-            consts.add(cid)
-            s = path_sources(kb, c["path"], cid, T, limit)
-            if s is None:
-                return None
-            sets.append(s)
-        elif "attr" in c:
-            filters.append(lambda i, c=c: attr_ok(kb.nodes[i], c))
-        elif "text" in c:
-            filters.append(lambda i, c=c: text_ok(kb, i, c["text"]))
-    ans = set.intersection(*sets) if sets else set(kb.by_type[T])
-    ans = {i for i in ans if all(f(i) for f in filters)}
-    if spec.get("exclude_constants"):
-        ans -= consts
-    return ans
+class KB(sl.KB):
+    attr_ops: ClassVar = {"host": host_ok}
 
 
 # --------------------------------------------------------------------------------------
@@ -178,26 +79,6 @@ PART_TO_VERB.update(
 )
 # passive edges whose inverse active reading is natural ("X is built from S" -> "S builds X")
 INVERSE_OK = {"built from": "build", "maintained by": "maintain"}
-
-
-def plural(noun: str) -> str:
-    irregular = {
-        "person": "people",
-        "library": "libraries",
-        "category": "categories",
-        "capability": "capabilities",
-    }
-    words = noun.split()
-    last = words[-1]
-    if last in irregular:
-        last = irregular[last]
-    elif re.search(r"[^aeiou]y$", last):
-        last = last[:-1] + "ies"
-    elif re.search(r"(s|x|z|ch|sh)$", last):
-        last += "es"
-    else:
-        last += "s"
-    return " ".join([*words[:-1], last])
 
 
 def third_to_base(v: str) -> str:
@@ -285,162 +166,14 @@ class EdgeLex:
 # --------------------------------------------------------------------------------------
 # surface realisation
 # --------------------------------------------------------------------------------------
-STOP = set(
-    [
-        "about",
-        "above",
-        "after",
-        "again",
-        "against",
-        "along",
-        "also",
-        "among",
-        "another",
-        "any",
-        "are",
-        "around",
-        "based",
-        "because",
-        "been",
-        "before",
-        "being",
-        "below",
-        "between",
-        "both",
-        "built",
-        "called",
-        "can",
-        "cannot",
-        "could",
-        "does",
-        "doing",
-        "during",
-        "each",
-        "either",
-        "every",
-        "few",
-        "first",
-        "from",
-        "further",
-        "have",
-        "having",
-        "here",
-        "into",
-        "its",
-        "itself",
-        "just",
-        "like",
-        "made",
-        "many",
-        "more",
-        "most",
-        "much",
-        "must",
-        "need",
-        "needs",
-        "only",
-        "other",
-        "over",
-        "same",
-        "should",
-        "since",
-        "some",
-        "such",
-        "than",
-        "that",
-        "their",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "through",
-        "under",
-        "until",
-        "upon",
-        "used",
-        "uses",
-        "using",
-        "very",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "with",
-        "within",
-        "without",
-        "would",
-        "your",
-        "allows",
-        "allow",
-        "provides",
-        "provided",
-        "provide",
-        "package",
-        "packages",
-        "debian",
-        "contains",
-        "containing",
-        "include",
-        "includes",
-        "including",
-        "files",
-        "file",
-        "support",
-        "supports",
-        "supported",
-        "version",
-        "versions",
-        "based",
-        "other",
-        "which",
-        "various",
-        "several",
-        "program",
-        "programs",
-        "library",
-        "libraries",
-        "module",
-        "modules",
-        "binary",
-        "source",
-        "data",
-        "common",
-        "development",
-        "documentation",
-        "especially",
-        "usually",
-        "useful",
-        "simple",
-        "different",
-        "currently",
-        "easily",
-        "mainly",
-        "following",
-        "features",
-        "feature",
-        "there",
-        "where",
-        "other",
-        "another",
-        "these",
-        "those",
-        "within",
-        "without",
-        "whose",
-        "which",
-        "while",
-        "being",
-        "number",
-        "small",
-        "large",
-        "allows",
-        "means",
-    ]
+STOP = sl.STOP_WORDS | sl.word_set(
+    "allow allows binary built common containing contains currently data debian development "
+    "different documentation easily feature features file files following include includes "
+    "including libraries library mainly means module modules need needs number package "
+    "packages program programs provide provided provides simple source support supported "
+    "supports useful version versions whose"
 )
+
 
 ATTR_LABEL = {
     "installed_size": "installed size",
@@ -688,12 +421,8 @@ def rel_of(f, pron="that"):
     return f"that {f['objrel']}"
 
 
-def join_and(parts):
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-
-
 # ---------------------------- template style: one deterministic frame per shape -------
-def render_template(R: Realizer, spec):
+def render_template(R: Realizer, spec, family=None):
     T = spec["target_type"]
     N = ("other " if spec.get("exclude_constants") and spec.get("_other") else "") + R.T[T].pl
     cls = [R.clause(c, T) for c in spec["constraints"]]
@@ -721,86 +450,20 @@ def render_template(R: Realizer, spec):
     return f"Which are the {N} {join_and([rel_of(f, pron) for f in cls])}?", "t-rel"
 
 
-# ---------------------------- human style: many frames ---------------------------------
-OPENERS = [
-    "I'm looking for",
-    "Can you find",
-    "Show me",
-    "List",
-    "Give me",
-    "Find",
-    "I need",
-    "Could you list",
-    "Please list",
-    "Looking for",
-    "Help me find",
-    "Get me",
-]
+# ---------------------------- human style: many frames (the general ones in spec_language) --
+OPENERS = sl.OPENERS
 
 
 def human_frames(R: Realizer, spec, family):
     """Return a list of (pattern_name, builder) for this family; builders return str or None."""
-    r = R.rng
-    T = spec["target_type"]
-    other = "other " if spec.get("_other") else ""
-    cons = spec["constraints"]
-    cls = [R.clause(c, T) for c in cons]
-    pron = R.rel_pron(T)
-    Npl = lambda: other + R.tnoun(T, pl=True)  # noqa: E731
-    lambda: R.tnoun(T, pl=False)
-    # object-less pronoun reading of the first clause (for constraint-first frames)
-    has_vp = all(f.get("vp_pl") for f in cls)
-    rels = [rel_of(f, pron) for f in cls]
-    reds = [f.get("red") for f in cls]
+    pron = R.rel_pron(spec["target_type"])
+    G = sl.Frames(R, spec, lambda f: rel_of(f, pron), "vp_pl", OPENERS, ["Which", "What"])
+    r, T, cons, cls, Npl, rels, reds, has_vp = G.r, G.T, G.cons, G.cls, G.Npl, G.rels, G.reds, G.has_vp
 
     def mixed():  # reduced phrases where possible, else relative clauses
         return join_and([reds[i] if reds[i] and r.random() < 0.6 else rels[i] for i in range(len(cls))])
 
-    F = []
-    F.append(
-        (
-            "wh-vp",
-            lambda: (
-                f"{r.choice(['Which', 'What'])} {Npl()} {join_and([f['vp_pl'] for f in cls])}?" if has_vp else None
-            ),
-        )
-    )
-    F.append(
-        (
-            "opener-rel",
-            lambda: f"{r.choice(OPENERS)} {r.choice(['the ', 'all ', 'any ', ''])}{Npl()} {join_and(rels)}.",
-        )
-    )
-    F.append(("opener-reduced", lambda: f"{r.choice(OPENERS)} {Npl()} {mixed()}"))
-    F.append(("terse", lambda: f"{Npl()} {mixed()}?"))
-    F.append(("which-are", lambda: f"{r.choice(['Which', 'What'])} are the {Npl()} {join_and(rels)}?"))
-    F.append(
-        ("name-every", lambda: f"{r.choice(['Name', 'Enumerate', 'Identify'])} all the {Npl()} {join_and(rels)}.")
-    )
-    F.append(
-        (
-            "are-there",
-            lambda: (
-                f"Are there any {Npl()} {join_and(rels)}? {r.choice(['Name them.', 'Which ones?', 'List them please.', ''])}".strip()
-            ),
-        )
-    )
-    F.append(
-        (
-            "tell-me-which",
-            lambda: f"Tell me which {Npl()} {join_and([f['vp_pl'] for f in cls])}." if has_vp else None,
-        )
-    )
-    F.append(
-        (
-            "like-to-know",
-            lambda: (
-                f"I'd like to know {r.choice(['which', 'what'])} {Npl()} {join_and([f['vp_pl'] for f in cls])}."
-                if has_vp
-                else None
-            ),
-        )
-    )
+    F = G.general(lambda: f"{r.choice(OPENERS)} {Npl()} {mixed()}", lambda: f"{Npl()} {mixed()}?")
 
     def do_any():
         if not has_vp:
@@ -830,7 +493,7 @@ def human_frames(R: Realizer, spec, family):
             ),
         )
     )
-    F.append(("lowercase-query", lambda: f"{Npl()} {join_and(rels)}".lower()))
+    F.append(("lowercase-query", G.lowercase_query))
 
     def doq_frame():
         if len(cls) == 1 and cls[0].get("doq"):
@@ -859,24 +522,16 @@ def human_frames(R: Realizer, spec, family):
     F.append(("echo", echo))
 
     def constraint_first():
-        if len(cls) < 2:
-            c = cons[0]
-            if "path" in c and len(c["path"]) == 1 and cls[0].get("vp_pl"):
-                obj = R.const_np(R.kb.resolve(c["const"]))
-                f = R.hop_forms(c["path"][0], "them" if c["const"]["type"] == "maintainer" else "it")
-                vp = f.get("vp_pl")
-                if vp:
-                    return f"{obj}: {r.choice(['which', 'what'])} {Npl()} {vp}?"
-            return None
-        i = r.randrange(len(cls))
-        rest = [cls[j] for j in range(len(cls)) if j != i]
-        lead = reds[i] or rels[i]
-        if not all(f.get("vp_pl") for f in rest):
-            return None
-        return (
-            f"{r.choice(['Among', 'Of', 'Out of'])} the {Npl()} {lead}, "
-            f"{r.choice(['which', 'which ones', 'which of them'])} {join_and([f['vp_pl'] for f in rest])}?"
-        )
+        if len(cls) > 1:
+            return G.among(lambda i: reds[i] or rels[i])
+        c = cons[0]
+        if "path" in c and len(c["path"]) == 1 and cls[0].get("vp_pl"):
+            obj = R.const_np(R.kb.resolve(c["const"]))
+            f = R.hop_forms(c["path"][0], "them" if c["const"]["type"] == "maintainer" else "it")
+            vp = f.get("vp_pl")
+            if vp:
+                return f"{obj}: {r.choice(['which', 'what'])} {Npl()} {vp}?"
+        return None
 
     F.append(("constraint-first", constraint_first))
 
@@ -890,139 +545,52 @@ def human_frames(R: Realizer, spec, family):
 
     F.append(("who", who_q))
 
-    # -------- family specific frames
-    if family == "attr-relation" or family == "text-cue":
+    # -------- the family's own frames
 
-        def cond_first():
-            ic = [k for k, c in enumerate(cons) if "path" not in c]
-            ip = [k for k, c in enumerate(cons) if "path" in c]
-            if not ic or not ip or not all(cls[k].get("vp_pl") for k in ip):
-                return None
-            k = ic[0]
-            return (
-                f"{r.choice(['Only', 'Just'])} {Npl()} {cls[k]['red']}: "
-                f"{r.choice(['which', 'which ones', 'which of them'])} {join_and([cls[j]['vp_pl'] for j in ip])}?"
-            )
+    def via_frame():
+        c = next(c for c in cons if "path" in c and len(c["path"]) == 2)
+        k = cons.index(c)
+        path = c["path"]
+        cid = R.kb.resolve(c["const"])
+        obj = R.const_np(cid)
+        mid = R.mid_np(path[0]["via"], path[1], obj)
+        f0 = R.hop_forms(path[0], "it")
+        if not f0.get("vp_pl") or any(not cls[j].get("vp_pl") for j in range(len(cls)) if j != k):
+            return None
+        extra = [cls[j]["vp_pl"] for j in range(len(cls)) if j != k]
+        tail = (" and " + join_and(extra)) if extra else ""
+        vp_it = f0["vp_pl"]
+        return f"Take {mid}; {r.choice(['which', 'what'])} {Npl()} {vp_it}{tail}?"
 
-        F.append(("condition-first", cond_first))
+    def two_step():
+        c = next(c for c in cons if "path" in c and len(c["path"]) == 2)
+        if len(cons) != 1:
+            return None
+        path = c["path"]
+        obj = R.const_np(R.kb.resolve(c["const"]))
+        f1 = R.hop_forms(path[1], obj)
+        f0 = R.hop_forms(path[0], "those")
+        if not f1.get("vp_pl") or not f0.get("vp_pl"):
+            return None
+        midpl = R.tnoun(path[0]["via"], pl=True)
+        return (
+            f"First find the {midpl} {rel_of(f1, R.rel_pron(path[0]['via']))}; "
+            f"then {r.choice(['which', 'what'])} {Npl()} {f0['vp_pl']}?"
+        )
 
-        def but_only():
-            ic = [k for k, c in enumerate(cons) if "path" not in c]
-            ip = [k for k, c in enumerate(cons) if "path" in c]
-            if not ic:
-                return None
-            return (
-                f"{r.choice(OPENERS)} {Npl()} {join_and([rels[j] for j in ip])}, "
-                f"but only those {join_and([cls[k]['red'] for k in ic])}."
-            )
+    def both(h0, a, b):
+        f = R.hop_forms(h0, f"both {a} and {b}")
+        if f.get("vp_pl"):
+            return f"{r.choice(['Which', 'What'])} {Npl()} {f['vp_pl']}?"
+        E = R.E[h0["edge"]]
+        return (
+            f"{r.choice(['Which', 'What'])} {Npl()} are {a} and {b} both {E.part}?"
+            if E.passive
+            else f"{r.choice(['Which', 'What'])} {Npl()} do {a} and {b} both {E.base}?"
+        )
 
-        F.append(("but-only", but_only))
-    if family in ("two-hop", "two-hop-plus"):
-
-        def via_frame():
-            c = next(c for c in cons if "path" in c and len(c["path"]) == 2)
-            k = cons.index(c)
-            path = c["path"]
-            cid = R.kb.resolve(c["const"])
-            obj = R.const_np(cid)
-            mid = R.mid_np(path[0]["via"], path[1], obj)
-            f0 = R.hop_forms(path[0], "it")
-            if not f0.get("vp_pl") or any(not cls[j].get("vp_pl") for j in range(len(cls)) if j != k):
-                return None
-            extra = [cls[j]["vp_pl"] for j in range(len(cls)) if j != k]
-            tail = (" and " + join_and(extra)) if extra else ""
-            vp_it = f0["vp_pl"]
-            return f"Take {mid}; {r.choice(['which', 'what'])} {Npl()} {vp_it}{tail}?"
-
-        F.append(("take-intermediate", via_frame))
-
-        def two_step():
-            c = next(c for c in cons if "path" in c and len(c["path"]) == 2)
-            if len(cons) != 1:
-                return None
-            path = c["path"]
-            obj = R.const_np(R.kb.resolve(c["const"]))
-            f1 = R.hop_forms(path[1], obj)
-            f0 = R.hop_forms(path[0], "those")
-            if not f1.get("vp_pl") or not f0.get("vp_pl"):
-                return None
-            midpl = R.tnoun(path[0]["via"], pl=True)
-            return (
-                f"First find the {midpl} {rel_of(f1, R.rel_pron(path[0]['via']))}; "
-                f"then {r.choice(['which', 'what'])} {Npl()} {f0['vp_pl']}?"
-            )
-
-        F.append(("two-step", two_step))
-    if family == "two-constants":
-
-        def both():
-            if len(cons) != 2 or not all("path" in c for c in cons):
-                return None
-            h0, h1 = cons[0]["path"][0], cons[1]["path"][0]
-            if (h0["edge"], h0["dir"]) != (h1["edge"], h1["dir"]):
-                return None
-            a = R.const_np(R.kb.resolve(cons[0]["const"]))
-            b = R.const_np(R.kb.resolve(cons[1]["const"]))
-            f = R.hop_forms(h0, f"both {a} and {b}")
-            if f.get("vp_pl"):
-                return f"{r.choice(['Which', 'What'])} {Npl()} {f['vp_pl']}?"
-            E = R.E[h0["edge"]]
-            return (
-                f"{r.choice(['Which', 'What'])} {Npl()} are {a} and {b} both {E.part}?"
-                if E.passive
-                else f"{r.choice(['Which', 'What'])} {Npl()} do {a} and {b} both {E.base}?"
-            )
-
-        F.append(("both", both))
-
-        def also():
-            if not has_vp or len(cls) != 2:
-                return None
-            return f"{r.choice(['Which', 'What'])} {Npl()} {cls[0]['vp_pl']} and also {cls[1]['vp_pl']}?"
-
-        F.append(("and-also", also))
-    if family == "one-hop":
-
-        def just_rel():
-            return f"{r.choice(['all', 'all the', 'the'])} {Npl()} {rels[0]}, please"
-
-        F.append(("please", just_rel))
-
-        def want():
-            return f"I want a list of {Npl()} {mixed()}."
-
-        F.append(("want-list", want))
-    return F
-
-
-def polish(q: str, rng: random.Random, style: str) -> str:
-    q = re.sub(r"\s+", " ", q).strip()
-    q = re.sub(r"\s+([?.,;:])", r"\1", q)
-    if q and q[0].islower() and style == "template":
-        q = q[0].upper() + q[1:]
-    if style == "human":
-        x = rng.random()
-        if x < 0.2:
-            q = q.lower()
-        elif x < 0.3:
-            q = q.rstrip("?.")
-        elif q[0].islower() and rng.random() < 0.6:
-            q = q[0].upper() + q[1:]
-    return q
-
-
-def render(R: Realizer, spec, family):
-    if R.style == "template":
-        return render_template(R, spec)
-    F = human_frames(R, spec, family)
-    order = list(range(len(F)))
-    R.rng.shuffle(order)
-    for k in order:
-        name, fn = F[k]
-        q = fn()
-        if q:
-            return q, "h-" + name
-    return render_template(R, spec)
+    want_list = lambda: f"I want a list of {Npl()} {mixed()}."  # noqa: E731
+    return F + G.by_family(family, take=via_frame, two_step=two_step, both=both, want_list=want_list)
 
 
 # --------------------------------------------------------------------------------------
@@ -1054,9 +622,12 @@ TARGET_WEIGHTS = {
 }
 
 
-class Sampler:
+class Sampler(sl.Sampler):
+    min_ans, max_ans = MIN_ANS, MAX_ANS
+    stop = STOP
+
     def __init__(self, kb: KB, rng: random.Random):
-        self.kb, self.rng = kb, rng
+        super().__init__(kb, rng)
         self.attr_kinds = self._attr_kinds()
 
     def _attr_kinds(self):
@@ -1094,18 +665,6 @@ class Sampler:
                 if n not in exclude:
                     yield e, d, n
 
-    def one(self, t, exclude=(), want_dir=None):
-        for e, d, n in self.incidences(t, exclude):
-            if want_dir is None or d == want_dir:
-                return e, d, n
-        return None
-
-    def cconst(self, n):
-        return {"type": self.kb.type(n), "name": self.kb.name(n)}
-
-    def hopc(self, e, d, n):
-        return {"path": [{"edge": e, "dir": d}], "const": self.cconst(n)}
-
     def attr_cond(self, t):
         kb, r = self.kb, self.rng
         node = kb.nodes[t]
@@ -1140,108 +699,6 @@ class Sampler:
             thr = v + 1
         return {"attr": a, "op": "<", "value": thr}
 
-    def text_word(self, t, avoid: str):
-        words = re.findall(r"[a-z][a-z]{4,}", self.kb.lower_text(t))
-        words = [
-            w
-            for w in dict.fromkeys(words)
-            if w not in STOP and w not in avoid.lower() and w not in self.kb.name(t).lower()
-        ]
-        if not words:
-            return None
-        return self.rng.choice(words)
-
-    # -------- families
-    def sample(self, family, T):
-        kb, r = self.kb, self.rng
-        ids = kb.by_type.get(T)
-        if not ids:
-            return None
-        t = r.choice(ids)
-        spec = {"target_type": T, "constraints": []}
-        if family == "one-hop":
-            x = self.one(t, want_dir=getattr(self, "want_dir", None))
-            if not x:
-                return None
-            spec["constraints"] = [self.hopc(*x)]
-        elif family == "two-constants":
-            a = self.one(t)
-            if not a:
-                return None
-            b = None
-            for e, d, n in self.incidences(t, exclude={a[2]}):
-                if (e, d) != (a[0], a[1]) or r.random() < 0.3:
-                    b = (e, d, n)
-                    break
-            if not b:
-                return None
-            spec["constraints"] = [self.hopc(*a), self.hopc(*b)]
-        elif family == "attr-relation":
-            a = self.one(t)
-            c = self.attr_cond(t)
-            if not a or not c:
-                return None
-            spec["constraints"] = [self.hopc(*a), c]
-        elif family in ("two-hop", "two-hop-plus"):
-            a = self.one(t)
-            if not a:
-                return None
-            e1, d1, m = a
-            b = None
-            for e2, d2, c in self.incidences(m, exclude={t}):
-                b = (e2, d2, c)
-                break
-            if not b:
-                return None
-            e2, d2, c = b
-            if kb.type(c) == T and kb.type(m) == T and (e1, d1) == (e2, d2):
-                pass
-            cons = {
-                "path": [{"edge": e1, "dir": d1, "via": kb.type(m)}, {"edge": e2, "dir": d2}],
-                "const": self.cconst(c),
-            }
-            spec["constraints"] = [cons]
-            if family == "two-hop-plus":
-                x = None
-                for e3, d3, n3 in self.incidences(t, exclude={m, c}):
-                    x = (e3, d3, n3)
-                    break
-                if not x:
-                    return None
-                spec["constraints"].append(self.hopc(*x))
-            if kb.type(c) == T:
-                spec["exclude_constants"] = True
-        elif family == "text-cue":
-            a = self.one(t)
-            if not a:
-                return None
-            w = self.text_word(t, kb.name(a[2]))
-            if not w:
-                return None
-            spec["constraints"] = [self.hopc(*a), {"text": w}]
-        return spec
-
-    def acceptable(self, family, spec):
-        """Compute gold; reject sizes outside 1..30 and redundant constraints."""
-        kb = self.kb
-        ans = eval_spec(kb, spec, limit=5000)
-        if ans is None or not (MIN_ANS <= len(ans) <= MAX_ANS):
-            return None
-        if len(ans) == 1 and self.rng.random() < 0.5:  # keep singletons from dominating
-            return None
-        if family in ("two-constants", "attr-relation", "text-cue", "two-hop-plus"):
-            for k in range(len(spec["constraints"])):
-                sub = dict(spec, constraints=spec["constraints"][k : k + 1])
-                sa = eval_spec(kb, sub, limit=50000)
-                if sa is not None and sa == ans:  # the other constraint does no work
-                    return None
-        if spec.get("exclude_constants"):
-            full = eval_spec(kb, dict(spec, exclude_constants=False), limit=5000)
-            spec["_other"] = full is not None and len(full) != len(ans)
-            if not spec["_other"]:
-                spec.pop("exclude_constants")
-        return ans
-
 
 def nice(v, up):
     """Round v to 1-2 significant digits (down or up)."""
@@ -1256,115 +713,5 @@ def nice(v, up):
     return int(math.floor(v / step) * step)
 
 
-def spec_key(spec):
-    s = dict(spec)
-    s.pop("_other", None)
-    return json.dumps(s, sort_keys=True)
-
-
-def check_questions(kb: KB, qs):
-    errs = []
-    ids = set()
-    for q in qs:
-        if q["id"] in ids:
-            errs.append(f"dup id {q['id']}")
-        ids.add(q["id"])
-        if not (MIN_ANS <= len(q["answers"]) <= MAX_ANS):
-            errs.append(f"{q['id']} answer size {len(q['answers'])}")
-        for a in q["answers"]:
-            if not (0 <= a < len(kb.nodes)) or kb.type(a) != q["target_type"]:
-                errs.append(f"{q['id']} answer {a} not a {q['target_type']}")
-        gold = eval_spec(kb, q["meta"]["spec"], limit=None)
-        if sorted(gold) != q["answers"]:
-            errs.append(f"{q['id']} gold mismatch")
-    return errs
-
-
-def generate(kb: KB, n: int, seed: int, style: str, prefix: str):
-    rng = random.Random(seed)
-    R = Realizer(kb, rng, style)
-    S = Sampler(kb, rng)
-    quota = {f: n // len(FAMILIES) for f in FAMILIES}
-    for f in FAMILIES[: n - sum(quota.values())]:
-        quota[f] += 1
-    out, seen_spec, seen_q = [], set(), set()
-    for fam in FAMILIES:
-        got, tries = 0, 0
-        w = TARGET_WEIGHTS[fam]
-        types = [t for t in w if kb.by_type.get(t)]
-        T, t_tries = None, 0
-        while got < quota[fam] and tries < 20000:
-            tries += 1
-            if T is None or t_tries > 300:  # keep the drawn target type until it succeeds
-                T = rng.choices(types, weights=[w[t] for t in types])[0]
-                S.want_dir = ("out", "in")[got % 2]  # one-hop: alternate both directions
-                t_tries = 0
-            t_tries += 1
-            spec = S.sample(fam, T)
-            if not spec:
-                continue
-            k = spec_key(spec)
-            if k in seen_spec:
-                continue
-            ans = S.acceptable(fam, spec)
-            if ans is None:
-                continue
-            q, pat = render(R, spec, fam)
-            q = polish(q, rng, style)
-            if q.lower() in seen_q:
-                continue
-            seen_spec.add(k)
-            seen_q.add(q.lower())
-            got += 1
-            T = None
-            meta = {
-                "family": fam,
-                "style": style,
-                "pattern": pat,
-                "spec": {kk: v for kk, v in spec.items() if not kk.startswith("_")},
-                "n_answers": len(ans),
-            }
-            if fam == "one-hop":
-                meta["direction"] = (
-                    "target-is-edge-source"
-                    if spec["constraints"][0]["path"][0]["dir"] == "out"
-                    else "target-is-edge-target"
-                )
-            out.append(
-                {
-                    "id": f"{prefix}-{len(out):04d}",
-                    "question": q,
-                    "answers": sorted(ans),
-                    "target_type": spec["target_type"],
-                    "meta": meta,
-                }
-            )
-        if got < quota[fam]:
-            print(f"warning: only {got}/{quota[fam]} for {fam}", file=sys.stderr)
-    return out
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("bundle")
-    ap.add_argument("out")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--n", type=int, default=300)
-    ap.add_argument("--style", choices=["template", "human"], default="template")
-    a = ap.parse_args()
-    kb = KB(a.bundle)
-    qs = generate(kb, a.n, a.seed, a.style, f"debian-{a.style}-s{a.seed}")
-    errs = check_questions(kb, qs)
-    if errs:
-        print("INVALID questions:\n  " + "\n  ".join(errs[:30]), file=sys.stderr)
-        sys.exit(1)
-    with open(a.out, "w") as f:
-        for q in qs:
-            f.write(json.dumps(q, ensure_ascii=False) + "\n")
-    fam = collections.Counter(q["meta"]["family"] for q in qs)
-    tt = collections.Counter(q["target_type"] for q in qs)
-    print(f"wrote {len(qs)} questions to {a.out}; families {dict(fam)}; targets {dict(tt)}")
-
-
 if __name__ == "__main__":
-    main()
+    sl.generator_main(sys.modules[__name__])

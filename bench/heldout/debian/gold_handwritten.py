@@ -12,53 +12,19 @@ computed here on the bundle's graph.  Every question must resolve its constants 
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_questions as g
-
-
-def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("bundle")
-    ap.add_argument("out")
-    ap.add_argument("--questions", default=os.path.join(here, "handwritten.jsonl"))
-    a = ap.parse_args()
-    kb = g.KB(a.bundle)
-    out, errs = [], []
-    with open(a.questions, encoding="utf-8") as qf:
-        handwritten = [json.loads(line) for line in qf]
-    for h in handwritten:
-        try:
-            ans = g.eval_spec(kb, h["spec"], limit=None)
-        except KeyError as e:
-            errs.append(f"{h['id']}: constant not in bundle: {e}")
-            continue
-        if not (g.MIN_ANS <= len(ans) <= g.MAX_ANS):
-            errs.append(f"{h['id']}: {len(ans)} answers")
-            continue
-        out.append(
-            {
-                "id": h["id"],
-                "question": h["question"],
-                "answers": sorted(ans),
-                "target_type": h["target_type"],
-                "meta": {"family": h["family"], "style": "handwritten", "spec": h["spec"], "n_answers": len(ans)},
-            }
-        )
-    errs += g.check_questions(kb, out)
-    if errs:
-        print("handwritten gold problems:\n  " + "\n  ".join(errs), file=sys.stderr)
-        sys.exit(1)
-    with open(a.out, "w", encoding="utf-8") as f:
-        for q in out:
-            f.write(json.dumps(q, ensure_ascii=False) + "\n")
-    print(f"wrote {len(out)} handwritten questions with computed gold to {a.out}")
-
+import spec_language as sl
 
 if __name__ == "__main__":
-    main()
+    sl.gold_main(
+        __doc__,
+        g.KB,
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "handwritten.jsonl"),
+        g.MIN_ANS,
+        g.MAX_ANS,
+    )
