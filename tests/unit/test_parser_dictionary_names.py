@@ -51,6 +51,8 @@ SENSES = [
     (15, "noun_sense", "drive", "the act of driving a car"),
     (16, "adverb_sense", "meagerly", "in a meager manner"),
     (17, "adverb_sense", "generously", "in a generous manner"),
+    (18, "verb_sense", "share", "have in common"),
+    (19, "noun_sense", "root", "the part of a plant below the ground"),
 ]
 NODES = [{"id": i, "type": t, "name": n, "text": g} for i, t, n, g in SENSES]
 EDGES = [
@@ -92,6 +94,7 @@ def test_words_of_asking_and_for_senses_are_no_constants(engine: EmbeddedEngine)
         ("which terms are hypernyms of car", ("c1", "kind_of", "y")),
         ("which terms include wheel as a part", ("c1", "part_of", "y")),
         ("which terms are derivationally related to drive", ("y", "derivationally_related", "c1")),
+        ("which noun senses share a word root with drive", ("y", "derivationally_related", "c1")),
     ],
 )
 def test_words_of_a_relation_are_no_constants(engine: EmbeddedEngine, question: str, edge: tuple) -> None:  # type: ignore[type-arg]

@@ -6,6 +6,7 @@ them from the constants; they stay the relation's words.
 
 from __future__ import annotations
 
+import re
 from typing import Protocol, TypeVar
 
 import numpy as np
@@ -45,7 +46,8 @@ LABEL_LEVELS = 4
 MIN_EDGE_PHRASE_WORDS = 2
 EDGE_PHRASE_LEAD = 3  # "*modes of* inheritance": the edge's other words come this close before the name
 EDGE_NAME = "edge_name"  # how a name that says an edge's name is claimed
-RELATION_PREPOSITIONS = frozenset({"of", "to", "as", "with"})  # "hypernyms *of*", "belong *to*", "marked *as*"
+RELATION_PREPOSITIONS = frozenset({"of", "to", "as", "with"})
+MIN_PREFIX_CHARS = 4  # "hypernyms *of*", "belong *to*", "marked *as*"
 
 
 class RelationLabels:
@@ -54,6 +56,9 @@ class RelationLabels:
         schema = stores.nodes.schema
         self._edge_name_stems = set().union(*(stems(e.name.replace("_", " ")) for e in schema.edge_types))
         # the words of every edge's name and description, type names aside ("hyper", "belon", "topic")
+        texts = [f"{e.name.replace('_', ' ')} {e.description}".lower() for e in schema.edge_types]
+        self._edge_text_words = {w for t in texts for w in re.findall(r"[a-z]+", t)}
+        self._edge_descriptions = " " + " | ".join(" ".join(re.findall(r"[a-z]+", t)) for t in texts) + " "
         self._edge_text_stems = set().union(
             *(stems(f"{e.name.replace('_', ' ')} {e.description}") for e in schema.edge_types)
         )
@@ -103,21 +108,42 @@ class RelationLabels:
         content = [w for w in words if w not in FUNCTION_WORDS]
         if len(content) != 1 or not text.tokens[constant.start].text.islower():
             return False
-        if not stems(noun_lemma(content[0]) or content[0]) <= self._edge_text_stems:
+        if self._in_an_edge_description(text, constant):
+            return True
+        word = noun_lemma(content[0]) or content[0]
+        if not (stems(word) <= self._edge_text_stems or self._prefix_of_an_edge_word(word)):
             return False
         as_a = text.words(max(constant.start - 2, 0), constant.start) in (["as", "a"], ["as", "an"])
         if as_a and (constant.end >= len(text) or text.boundary_before(constant.end)):
             return True  # "(terms that include X) *as a part*": the role X plays, a relation's noun
         before = text.words(max(constant.start - 1, 0), constant.start)
         after = text.words(constant.end, constant.end + 1)
-        # after a copula, a relative pronoun, or a plural head noun whose verb it is ("which concepts *belong to*")
-        opens = bool(before) and (
-            before[0] in LINKING_VERBS
-            or before[0] in RELATIVE_PRONOUNS
-            or (noun_lemma(before[0]) not in (None, before[0]) and "VERB" in word_classes(content[0]))
+        # a verb after a relative pronoun or a plural head noun whose verb it is ("which concepts *belong to*",
+        # "words that *share* a root with X", "describing words *mean* nearly …") needs no preposition after it
+        is_verb = "VERB" in word_classes(content[0])
+        verb_slot = (
+            bool(before)
+            and is_verb
+            and (before[0] in RELATIVE_PRONOUNS or noun_lemma(before[0]) not in (None, before[0]))
         )
+        opens = bool(before) and (before[0] in LINKING_VERBS or before[0] in RELATIVE_PRONOUNS or verb_slot)
         leads = bool(after) and after[0] in RELATION_PREPOSITIONS and not text.boundary_before(constant.end)
-        return opens and (leads or words[-1] in RELATION_PREPOSITIONS)
+        return verb_slot or (opens and (leads or words[-1] in RELATION_PREPOSITIONS))
+
+    def _prefix_of_an_edge_word(self, word: str) -> bool:
+        """ "mean" in "similar in *meaning*": a word of four letters or more that starts an edge text's word."""
+        return len(word) >= MIN_PREFIX_CHARS and any(w.startswith(word) for w in self._edge_text_words)
+
+    def _in_an_edge_description(self, text: QuestionText, constant: _Name) -> bool:
+        """ "share a *word root* with X": a name that, with the word before or after it, is a phrase of an edge's
+        description ("a form of the same word root") says that relation."""
+        for start, end in ((constant.start - 1, constant.end), (constant.start, constant.end + 1)):
+            if start < 0 or end > len(text) or any(text.boundary_before(i) for i in range(start + 1, end)):
+                continue
+            words = text.words(start, end)
+            if all(w not in FUNCTION_WORDS for w in words) and f" {' '.join(words)} " in self._edge_descriptions:
+                return True
+        return False
 
     def _labels_next(self, text: QuestionText, constant: _Name, nxt: _Name) -> bool:
         between = text.words(constant.end, nxt.start)
