@@ -121,9 +121,12 @@ class RelationLabels:
         # a verb after a relative pronoun or a plural head noun whose verb it is ("which concepts *belong to*",
         # "words that *share* a root with X", "describing words *mean* nearly …") needs no preposition after it
         is_verb = "VERB" in word_classes(content[0])
+        # ("books that *quote* cites": a verb right after it makes it the clause's subject, a name)
+        subject = bool(after) and after[0] not in FUNCTION_WORDS and "VERB" in word_classes(after[0])
         verb_slot = (
             bool(before)
             and is_verb
+            and not subject
             and (before[0] in RELATIVE_PRONOUNS or noun_lemma(before[0]) not in (None, before[0]))
         )
         opens = bool(before) and (before[0] in LINKING_VERBS or before[0] in RELATIVE_PRONOUNS or verb_slot)
