@@ -57,6 +57,11 @@ def values_of(path: Path) -> dict[str, Any]:
     return yaml.safe_load(path.read_text()) or {}
 
 
+def render_ci(name: str) -> list[dict[str, Any]]:
+    """Every object the chart renders with one CI values file."""
+    return [doc.obj for doc in render_k8s.render(values_of(CHART / "ci" / name))]
+
+
 @pytest.fixture(scope="module")
 def rendered() -> dict[str, list[dict[str, Any]]]:
     """CI values file name -> every object the chart renders with it."""

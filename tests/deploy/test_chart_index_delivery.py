@@ -17,7 +17,7 @@ from tests.deploy.test_chart import (
     helm,
     objects,
     pod_specs,
-    render_k8s,
+    render_ci,
 )
 
 CI = "object-store-values.yaml"
@@ -26,8 +26,7 @@ URL = "s3://skbqa-indexes/biomed-sample"
 
 @pytest.fixture(scope="module")
 def rendered() -> dict[str, list[dict[str, Any]]]:
-    values = render_k8s.yaml.safe_load((CHART / "ci" / CI).read_text())
-    return {CI: [doc.obj for doc in render_k8s.render(values)]}
+    return {CI: render_ci(CI)}
 
 
 def _index_volume(spec: dict[str, Any]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from tests.deploy.test_chart import (
     kubernetes_validate,
     objects,
     one,
+    render_ci,
     render_k8s,
     validate_custom,
     values_of,
@@ -34,7 +35,7 @@ UPDATER = "skbqa-updater"
 @pytest.fixture(scope="module")
 def rendered() -> dict[str, list[dict[str, Any]]]:
     return {
-        CI: [doc.obj for doc in render_k8s.render(values_of(CHART / "ci" / CI))],
+        CI: render_ci(CI),
         "defaults": [doc.obj for doc in render_k8s.render()],
     }
 

@@ -70,7 +70,7 @@ class ChainReader:
         type_stems = set().union(*(stems(t.name.replace("_", " ")) for t in schema.node_types))
         self._edge_stems = {id(e): stems(edge_text(e)) - type_stems for e in self._edges}
         self._edge_vectors: dict[int, np.ndarray] | None = None
-        self._taxonomies: dict[str, str | None] = {}
+        self._taxonomies: dict[str, str | None] | None = None
 
     def _vectors(self) -> dict[int, np.ndarray]:
         if self._edge_vectors is None:
@@ -83,16 +83,15 @@ class ChainReader:
 
     def taxonomy(self, type_name: str) -> str | None:
         """The name of the edge among the type's own nodes that reads most like a taxonomy (None: no such edge)."""
-        if type_name not in self._taxonomies:
-            own = self.between(type_name, type_name)
-            if not own:
-                self._taxonomies[type_name] = None
-            else:
-                (phrase,) = self._encoder.encode([TAXONOMY_PHRASE])
-                vectors = self._vectors()
-                best = max(own, key=lambda e: float(vectors[id(e)] @ phrase))
-                self._taxonomies[type_name] = best.name
-        return self._taxonomies[type_name]
+        if self._taxonomies is None:  # every type's at once: one encoding of the phrase
+            (phrase,) = self._encoder.encode([TAXONOMY_PHRASE])
+            vectors = self._vectors()
+            self._taxonomies = {}
+            for node_type in self._schema.node_types:
+                own = self.between(node_type.name, node_type.name)
+                best = max(own, key=lambda e: float(vectors[id(e)] @ phrase)) if own else None
+                self._taxonomies[node_type.name] = best.name if best is not None else None
+        return self._taxonomies.get(type_name)
 
     def between(self, a: str, b: str) -> list[EdgeType]:
         return [e for e in self._edges if {e.source, e.target} == {a, b}]

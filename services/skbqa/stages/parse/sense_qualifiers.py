@@ -33,7 +33,6 @@ _PATTERNS = (
 class Qualifier:
     after: int  # character offset in the cut question where the qualified name ends
     words: frozenset[str]
-    text: str
 
 
 def cut_qualifiers(question: str) -> tuple[str, list[Qualifier]]:
@@ -47,7 +46,7 @@ def cut_qualifiers(question: str) -> tuple[str, list[Qualifier]]:
                 replace(q, after=q.after - (match.end() - match.start())) if q.after > match.start() else q
                 for q in found
             ]
-            found.append(Qualifier(match.start(), sense_words(said), said))
+            found.append(Qualifier(match.start(), sense_words(said)))
     return question, sorted(found, key=lambda q: q.after)
 
 
