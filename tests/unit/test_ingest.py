@@ -5,6 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from skbqa.changes.format import parse_change
+from skbqa.changes.updater import IndexUpdater
+from skbqa.cli import main as cli
 from skbqa.common.errors import BundleError, IndexStoreError
 from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.ingest.builder import bundle_checksum, ingest
@@ -67,3 +70,31 @@ def test_opening_with_a_different_encoder_is_refused(tiny_bundle: Path, tmp_path
 def test_missing_index_says_how_to_build_one(tmp_path: Path) -> None:
     with pytest.raises(IndexStoreError, match="skbqa ingest"):
         open_index(tmp_path / "nowhere")
+
+
+def test_reingest_is_refused_while_another_process_changes_the_index(
+    tiny_bundle: Path, tmp_path: Path, hashing_encoder, capsys: pytest.CaptureFixture[str], monkeypatch
+) -> None:
+    """A server or updater applying changes would fold its own knowledge base over the new index and lose the
+    changes it acknowledged meanwhile: the ingest refuses at once and leaves the index as it was; once the writer
+    has gone it replaces the index and says which KB version it replaced."""
+    ingest(tiny_bundle, tmp_path / "idx", hashing_encoder, progress=False)
+    updater = IndexUpdater(tmp_path / "idx", hashing_encoder)
+    try:
+        change = parse_change({"op": "delete_node", "id": 10}, "c", 1)
+        version, _ = updater.submit([(1, change)], "c")
+        before = (tmp_path / "idx" / "manifest.json").read_bytes()
+        with pytest.raises(IndexStoreError, match=r"another process is changing .*stop it before re-ingesting"):
+            ingest(tiny_bundle, tmp_path / "idx", hashing_encoder, progress=False)
+        monkeypatch.setattr("skbqa.models.local_encoder.load_encoder", lambda *a, **k: hashing_encoder)
+        status = cli.main(["ingest", str(tiny_bundle), "--index", str(tmp_path / "idx"), "--no-progress"])
+        assert status == 1  # the index's state, as for an index built with another model: not bad input
+        assert "another process is changing" in capsys.readouterr().err
+        assert (tmp_path / "idx" / "manifest.json").read_bytes() == before
+    finally:
+        updater.close()
+    assert cli.main(["ingest", str(tiny_bundle), "--index", str(tmp_path / "idx"), "--no-progress"]) == 0
+    assert f"replaced an index at KB version {version}" in capsys.readouterr().out
+    stores = open_index(tmp_path / "idx")
+    assert len(stores.nodes) == 7  # the bundle's knowledge base, without the logged deletion
+    assert not (tmp_path / "idx" / "changes" / "log.jsonl").exists()

@@ -15,7 +15,6 @@ serialises writers across processes.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -27,12 +26,11 @@ from typing import IO, Any
 from skbqa.changes.format import Change, change_to_json, parse_change
 from skbqa.changes.idempotency import KeyedAnswer
 from skbqa.common.errors import IndexStoreError
+from skbqa.stores.writer_lock import LOCK_FILE, LOG_DIR, WriterLock
 
 logger = logging.getLogger(__name__)
 
-LOG_DIR = "changes"
 LOG_FILE = "log.jsonl"
-LOCK_FILE = "lock"
 
 
 def _crc(changes: list[dict[str, Any]]) -> str:
@@ -45,7 +43,7 @@ class ChangeLog:
         self.directory = Path(index_dir) / LOG_DIR
         self.path = self.directory / LOG_FILE
         self._handle: IO[bytes] | None = None
-        self._lock_handle: IO[bytes] | None = None
+        self._lock = WriterLock(index_dir)
 
     # ------------------------------------------------------------------------------------------------ reading
 
@@ -109,22 +107,12 @@ class ChangeLog:
     def lock(self) -> None:
         """Take the index's writer lock, held until `close`; IndexStoreError at once when another process holds
         it or the index cannot be written."""
-        if self._lock_handle is not None:
+        if self._lock.held:
             return
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            handle = (self.directory / LOCK_FILE).open("ab")
-        except OSError as exc:
-            raise IndexStoreError(f"{self.directory.parent} takes no changes: {exc.strerror}") from None
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.close()
-            raise IndexStoreError(
-                f"another process is changing {self.directory.parent} (a server serving it?): "
-                "send the changes there with skbqa update --server HOST:PORT"
-            ) from None
-        self._lock_handle = handle
+        self._lock.take(
+            f"another process is changing {self.directory.parent} (a server serving it?): "
+            "send the changes there with skbqa update --server HOST:PORT"
+        )
         self._cut_torn_tail()
 
     def append(
@@ -136,7 +124,7 @@ class ChangeLog:
     ) -> None:
         """Write one batch and fsync it: when this returns, the batch survives a crash of this machine. `key`:
         the idempotency key id the batch was sent with and the answer it gets (the batch's version)."""
-        if self._lock_handle is None:
+        if not self._lock.held:
             raise RuntimeError("take the log's lock before appending")
         body = [change_to_json(c) for c in changes]
         record: dict[str, Any] = {"version": version, "crc32": _crc(body), "changes": body}
@@ -197,10 +185,10 @@ class ChangeLog:
                 os.fsync(handle.fileno())
 
     def close(self) -> None:
-        for handle in (self._handle, self._lock_handle):
-            if handle is not None:
-                handle.close()
-        self._handle = self._lock_handle = None
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+        self._lock.release()
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -23,7 +23,7 @@ from skbqa.cli.sage import add_build_sage_parser, run_build_sage
 from skbqa.cli.serve import add_serve_parser, run_serve
 from skbqa.cli.stack import add_stack_parser, run_stack
 from skbqa.cli.update import add_update_parsers, run_compact, run_update
-from skbqa.common.errors import BundleError, InvalidInputError, SkbqaError
+from skbqa.common.errors import BundleError, IndexStoreError, InvalidInputError, SkbqaError
 from skbqa.engine.embedded import DEFAULT_STRATEGY
 from skbqa.engine.embedded import STRATEGY_NAMES as STRATEGIES
 from skbqa.engine.explain_text import print_explanation, print_item_evidence
@@ -188,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _ingest(args: argparse.Namespace) -> int:
+    from skbqa.changes.log import ChangeLog
     from skbqa.ingest.builder import ingest
     from skbqa.ingest.precomputed import open_precomputed
     from skbqa.models.local_encoder import load_encoder
@@ -198,6 +199,10 @@ def _ingest(args: argparse.Namespace) -> int:
         encoder = precomputed.encoder
     else:
         encoder = load_encoder(args.encoder, max_length=args.max_length)
+    try:
+        logged = ChangeLog(args.index).last_version()  # batches not yet folded into the index's snapshot
+    except IndexStoreError:
+        logged = 0  # a damaged log is replaced with the rest of the index
     report = ingest(
         args.bundle,
         args.index,
@@ -213,6 +218,11 @@ def _ingest(args: argparse.Namespace) -> int:
         f"indexed {report.nodes} nodes and {report.edges} edges into {report.directory} ({stages}); "
         f"encoded {report.texts_encoded} texts at {report.encode_rate:.0f}/s; peak RSS {report.peak_rss_mib:.0f} MiB"
     )
+    if replaced := max(report.replaced_version, logged):
+        print(
+            f"replaced an index at KB version {replaced}: the changes applied to it since its ingest "
+            "are not in the new one unless the bundle has them"
+        )
     return 0
 
 

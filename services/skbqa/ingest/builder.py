@@ -47,6 +47,7 @@ from skbqa.stores.index import (
 from skbqa.stores.lexicon import LEXICON_FILE, NameLexicon
 from skbqa.stores.nodes import NodeTable
 from skbqa.stores.text.bm25 import Bm25Index
+from skbqa.stores.writer_lock import WriterLock
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +64,9 @@ class IngestReport:
     seconds: dict[str, float] = field(default_factory=dict)
     texts_encoded: int = 0
     peak_rss_mib: float = 0.0
+    # the KB version of the index this ingest replaced, when changes had been applied to it (they are gone unless
+    # the bundle has them)
+    replaced_version: int = 0
 
     @property
     def encode_rate(self) -> float:
@@ -104,7 +108,15 @@ def ingest(
             f"the precomputed vectors were made by {precomputed.encoder.name!r}, not by {encoder.name!r}"
         )
     recover_index(target, clean=True)  # what killed ingests left: the previous index aside, work directories
-    _refuse_other_model(target, encoder, force)
+    previous = _refuse_other_model(target, encoder, force)
+    # a server or updater applying changes to the index would write its knowledge base over this one at its next
+    # fold, and the changes it acknowledged meanwhile would be lost: the ingest waits for no one, it refuses
+    lock = WriterLock(target)
+    if previous is not None:
+        lock.take(
+            f"another process is changing {target} (a server or updater with live updates?): "
+            "stop it before re-ingesting, or choose another --index"
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=work_prefix(target), dir=target.parent))
     try:
@@ -113,24 +125,29 @@ def ingest(
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
+    finally:
+        lock.release()
     report.directory = target
+    report.replaced_version = int((previous or {}).get("kb_version", 0))
     return report
 
 
-def _refuse_other_model(target: Path, encoder: Encoder, force: bool) -> None:
-    """Re-ingesting over an index built with another model is refused unless forced: callers may rely on it."""
-    if force or not (target / MANIFEST).is_file():
-        return
+def _refuse_other_model(target: Path, encoder: Encoder, force: bool) -> dict[str, Any] | None:
+    """Re-ingesting over an index built with another model is refused unless forced: callers may rely on it.
+    Returns the manifest of the index being replaced, if there is a readable one."""
+    if not (target / MANIFEST).is_file():
+        return None
     try:
         previous = read_manifest(target)
     except IndexStoreError:
-        return  # an unreadable old index is simply replaced
+        return None  # an unreadable old index is simply replaced
     old = previous.get("encoder", {}).get("name")
-    if old != encoder.name:
+    if old != encoder.name and not force:
         raise IndexStoreError(
             f"{target} was built with encoder {old!r}, this run uses {encoder.name!r}; "
             "pass --force to replace it or choose another --index"
         )
+    return previous
 
 
 def _build(
