@@ -170,7 +170,7 @@ def test_the_request_word_that_opens_a_question_is_not_a_name(engine: EmbeddedEn
 @pytest.mark.parametrize(
     ("label", "forms"),
     [
-        (("binary", "count"), [("binaries",), ("number", "of", "binaries")]),
+        (("binary", "count"), [("binaries",), ("number", "of", "binaries"), ("binary",)]),
         (("num", "providers"), [("providers",), ("number", "of", "providers")]),
         (("number", "of", "pages"), [("pages",), ("number", "of", "pages")]),
         (("installed", "size"), []),

@@ -74,6 +74,10 @@ COMPARISONS: tuple[tuple[tuple[str, ...], Operator], ...] = tuple(
 
 
 COUNT_WORDS = frozenset({"count", "counts", "number", "num", "total", "n"})
+NUMBER_WORDS = {
+    w: n
+    for n, w in enumerate(("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"))
+}
 
 
 def count_labels(label: tuple[str, ...], nouns: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -92,7 +96,9 @@ def count_labels(label: tuple[str, ...], nouns: tuple[str, ...] = ()) -> list[tu
         return []
     many = (*counted[:-1], counted[-1] if counted[-1].endswith("s") else plural(counted[-1]))
     modified = [(*counted, noun) for noun in nouns if noun not in counted and noun not in many]
-    return [form for phrase in [many, *modified] for form in (phrase, ("number", "of", *phrase))]
+    # the singular after a count of one: "more than one *word*", "at least one *binary*"
+    one = [counted] if counted != many else []
+    return [*(form for phrase in [many, *modified] for form in (phrase, ("number", "of", *phrase))), *one]
 
 
 def unit_label(label: tuple[str, ...], description: str) -> tuple[str, ...] | None:
@@ -335,6 +341,8 @@ class AttributeSpotter:
 def _number(text: QuestionText, index: int) -> tuple[float | int, int] | None:
     """A number starting at token `index` ("6.5" is three tokens: 6 . 5), and the index after it."""
     tokens = text.tokens
+    if tokens[index].lower in NUMBER_WORDS:  # "more than *one* word"
+        return NUMBER_WORDS[tokens[index].lower], index + 1
     # isdecimal, not isdigit: "²" and "①" are digits that int() refuses; past 100 digits it is no attribute value
     # (and int() refuses more than 4,300)
     if not tokens[index].text.isdecimal() or len(tokens[index].text) > 100:

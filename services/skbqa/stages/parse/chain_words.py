@@ -14,8 +14,8 @@ from skbqa.stages.parse.type_mentions import noun_lemma, unknown_word_lemma
 INVERSE_WORDS = frozenset(
     {"parent", "parents", "grandparent", "grandparents", "superclass", "superclasses", "supertype", "supertypes",
      "ancestor", "ancestors", "hypernym", "hypernyms", "superordinate", "superordinates", "holonym", "holonyms",
-     "broader", "above", "containing", "contains", "contain", "include", "includes", "including", "comprising",
-     "comprises", "encompassing", "encompasses", "whole", "wholes"}
+     "broader", "general", "generic", "wider", "above", "containing", "contains", "contain", "include", "includes",
+     "including", "comprising", "comprises", "encompassing", "encompasses", "whole", "wholes"}
 )  # fmt: skip
 CONTENT_MIN_CHARS = 3
 # English words that stand for an unnamed node of any type between the answer and a constant ("packages that

@@ -19,7 +19,7 @@ from skbqa.stages.parse.chain_words import (
 )
 from skbqa.stages.parse.constants import Constant
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
-from skbqa.stages.parse.relation_labels import EDGE_NAME
+from skbqa.stages.parse.relation_labels import EDGE_NAME, LABELLING_NOUN
 from skbqa.stages.parse.relations import stems
 from skbqa.stages.parse.spelling import reads_as_participle, word_classes
 from skbqa.stages.parse.type_mentions import PREPOSITIONS, TypeMention, TypeVocabulary, noun_lemma
@@ -36,7 +36,7 @@ _AUXILIARIES = frozenset(
     {"is", "are", "was", "were", "gets", "get", "got", "does", "do", "did", "has", "have", "had"}
 )
 # Words claimed as an edge's name ("*modes of inheritance* of the diseases …") belong to the clause they relate.
-RELATION_WORDS = frozenset({EDGE_NAME})
+RELATION_WORDS = frozenset({EDGE_NAME, LABELLING_NOUN})
 
 
 class ClauseRoles:

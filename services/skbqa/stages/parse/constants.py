@@ -13,6 +13,7 @@ import numpy as np
 
 from skbqa.query.context import QueryContext
 from skbqa.stages.parse.chain_words import RELATING_PREPOSITIONS, RELATIVE_PRONOUNS
+from skbqa.stages.parse.modifier_words import COMPARATIVES, compared, only_a_modifier
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.relation_labels import RelationLabels
 from skbqa.stages.parse.relations import stems
@@ -30,7 +31,6 @@ SHORT_ENGLISH = frozenset(
     {"am", "go", "he", "hi", "id", "if", "im", "ma", "mr", "ms", "my", "oh", "ok", "so", "up", "us", "vs", "we",
      "ie", "eg", "et", "al", "re", "pm", "st", "nd", "rd", "th"}
 )  # fmt: skip
-COMPARATIVES = frozenset({"more", "most", "fewer", "fewest", "less", "least"})
 # An indefinite article before a single word makes it a common noun ("a library built from …", "an archive"),
 # not the name of one node.
 INDEFINITE_ARTICLES = frozenset({"a", "an"})
@@ -242,6 +242,10 @@ class ConstantSpotter:
             return False
         if end - start == 1 and not self._may_be_single_name(text, start):
             return False
+        if all(t.text.islower() for t in text.tokens[start:end]) and all(
+            w in FUNCTION_WORDS or w in QUESTION_WORDS or is_discourse_word(w) for w in words
+        ):
+            return False  # "I'm *looking for* …", "*tell me* which …": how one asks, in words some node is named
         # A bare type word ("gene", "diseases") is a type hint, not a node name.
         return not self._types.is_form(words)
 
@@ -267,11 +271,11 @@ class ConstantSpotter:
             return False  # "*hey*, quick one: …", "*stuff* that suggests X": how the question opens
         if text.gap_before(index) == "-" and text.tokens[index].text.islower() and _a_participle(word):
             return False  # "Golgi stack-*localized* genes", "CLRN1-*related*": it relates the word before
-        if self._verb_of_relative_clause(text, index):
-            return False
+        if self._verb_of_relative_clause(text, index) or compared(text, index):
+            return False  # "… that *links* against X"; "the *same* as X", "more *general* terms"
         if (
             text.tokens[index].text.islower()
-            and _only_a_modifier(word)
+            and only_a_modifier(word)
             and not self._typed_next_to(text, index)
             and not _object_of_a_preposition(text, index)
         ):
@@ -355,16 +359,6 @@ def _object_of_a_preposition(text: QuestionText, index: int) -> bool:
         and (index + 1 >= len(text) or text.boundary_before(index + 1))
         and text.tokens[index].lower not in COMPARATIVES
     )
-
-
-def _only_a_modifier(word: str) -> bool:
-    """Whether English reads the word only as an adverb, or an adverb and adjective ("only", "less", "just"), or
-    as a comparative of counts ("more", "most"): never what a node is called in passing. Adjectives alone stay
-    possible names: "progressive", "congenital" are what a clinical course is called."""
-    if word in COMPARATIVES:
-        return True
-    readings = word_classes(word)
-    return "ADV" in readings and readings <= {"ADJ", "ADV"}
 
 
 def _free_but_names(

@@ -33,15 +33,18 @@ from skbqa.stages.parse.chain_words import (
     hierarchy_depth,
     is_narrower_noun,
 )
+from skbqa.stages.parse.clause_roles import ClauseRoles
 from skbqa.stages.parse.constants import FUZZY_MIN_COSINE, Constant, ConstantSpotter
 from skbqa.stages.parse.cue_reader import CueReader
 from skbqa.stages.parse.cues import claim_text_cues
 from skbqa.stages.parse.existence import add_existence_triplets
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
+from skbqa.stages.parse.reached_types import ReachedTypes
 from skbqa.stages.parse.relations import RelationChooser
 from skbqa.stages.parse.sense_qualifiers import cut_qualifiers, narrow
 from skbqa.stages.parse.sentence_joins import drop_restated_aside, join_sentences, join_topic
 from skbqa.stages.parse.target_type import TargetTypeGuesser, TargetTypeReader
+from skbqa.stages.parse.text_fields import claim_text_fields, text_nouns
 from skbqa.stages.parse.topic_adverbials import lift_topic_adverbial
 from skbqa.stages.parse.type_mentions import (
     ARTICLES,
@@ -82,6 +85,7 @@ class EncoderParser:
     ) -> None:
         self._stores = stores
         self._schema = stores.nodes.schema
+        self._text_nouns = text_nouns(self._schema)
         self._lexicon = lexicon
         self._cues = CueReader(stores, lexicon)
         synonyms = TypeSynonyms(self._schema, self._word_usage)
@@ -92,6 +96,7 @@ class EncoderParser:
         self._lock = threading.Lock()
         self._constants = ConstantSpotter(stores, lexicon, self._types, fuzzy_min_cosine=fuzzy_min_cosine)
         self._assembler = QueryAssembler(stores, self._types, self._relations)
+        self._reached = ReachedTypes(stores, ClauseRoles(stores, self._types))
         self._abbreviations = Abbreviations(
             self._schema,
             self._is_name,
@@ -161,6 +166,7 @@ class EncoderParser:
         with query.stage("parse.target_type"):
             target_type, type_source = self._target.read(query, text, warnings, reading.head_noun)
         with query.stage("parse.constraints"):
+            claim_text_fields(text, self._text_nouns)  # before the cues: "mention X *in their description*"
             cues = claim_text_cues(text, self._cues.says_an_edge)
             texts = list(text.quotes) + [
                 cue.text for cue in cues if not self._cues.names_a_node(text, cue, target_type)
@@ -188,6 +194,12 @@ class EncoderParser:
                 warnings.append(f"target type {kind!r}: the question asks for kinds of a named {kind}")
                 target_type, type_source = kind, "synonym"
                 constraints = []  # spotted for the guessed type
+        if type_source in ("guess", "none") and reading.head_noun and not constraints:
+            # (attribute values the guessed type's nodes have are evidence for it: "filed under adj.pert")
+            reached = self._reached.type_for(text, constants, self._relations(query.encoder), query.encoder)
+            if reached is not None:  # the graph corroborates the guess or overrules it
+                warnings.append(f"target type {reached!r}: where the edge the question names leads in the graph")
+                target_type, type_source = reached, "relation"
         with query.stage("parse.relations"):
             parsed = self._assembler.assemble(query, text, target_type, constants, warnings, chains=reading.chains)
         parsed.constraints.extend(constraints)

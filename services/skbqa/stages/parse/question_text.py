@@ -45,6 +45,7 @@ FUNCTION_WORDS = frozenset(
         "is",
         "are",
         "was",
+        "am",
         "were",
         "be",
         "been",

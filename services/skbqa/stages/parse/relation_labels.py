@@ -46,6 +46,9 @@ LABEL_LEVELS = 4
 MIN_EDGE_PHRASE_WORDS = 2
 EDGE_PHRASE_LEAD = 3  # "*modes of* inheritance": the edge's other words come this close before the name
 EDGE_NAME = "edge_name"  # how a name that says an edge's name is claimed
+# How a noun or adjective that labels the next name is claimed ("specific *ways* to X"): words of its clause. A verb
+# ("if I *install* X, which …") is claimed as "relation": it may belong to another clause than the question's.
+LABELLING_NOUN = "labelling_noun"
 RELATION_PREPOSITIONS = frozenset({"of", "to", "as", "with"})
 MIN_PREFIX_CHARS = 4  # "hypernyms *of*", "belong *to*", "marked *as*"
 
@@ -85,7 +88,8 @@ class RelationLabels:
                 text.claim(constant.start, constant.end, EDGE_NAME)
                 continue
             if nxt is not None and self._labels_next(text, constant, nxt):
-                text.claim(constant.start, constant.end, "relation")
+                verb = any("VERB" in word_classes(w) for w in text.words(constant.start, constant.end))
+                text.claim(constant.start, constant.end, "relation" if verb else LABELLING_NOUN)
                 continue
             kept.append(constant)
         return kept
@@ -112,7 +116,7 @@ class RelationLabels:
             return True
         word = noun_lemma(content[0]) or content[0]
         if not (stems(word) <= self._edge_text_stems or self._prefix_of_an_edge_word(word)):
-            return False
+            return self._verb_of_the_answer(text, constant)
         as_a = text.words(max(constant.start - 2, 0), constant.start) in (["as", "a"], ["as", "an"])
         if as_a and (constant.end >= len(text) or text.boundary_before(constant.end)):
             return True  # "(terms that include X) *as a part*": the role X plays, a relation's noun
@@ -132,6 +136,21 @@ class RelationLabels:
         opens = bool(before) and (before[0] in LINKING_VERBS or before[0] in RELATIVE_PRONOUNS or verb_slot)
         leads = bool(after) and after[0] in RELATION_PREPOSITIONS and not text.boundary_before(constant.end)
         return verb_slot or (opens and (leads or words[-1] in RELATION_PREPOSITIONS))
+
+    @staticmethod
+    def _verb_of_the_answer(text: QuestionText, constant: _Name) -> bool:
+        """ "which adjective concepts *share* a word root with X": a lower-case verb right after the answer's own
+        noun, not followed by another verb (then it would be the clause's subject: "books that *quote* cites"), is
+        the answer's verb, whatever words the schema uses for the relation."""
+        if (
+            constant.end - constant.start != 1
+            or constant.start == 0
+            or text.claimed[constant.start - 1] != "target"
+        ):
+            return False
+        after = text.words(constant.end, constant.end + 1)
+        followed_by_a_verb = bool(after) and after[0] not in FUNCTION_WORDS and "VERB" in word_classes(after[0])
+        return "VERB" in word_classes(text.tokens[constant.start].lower) and not followed_by_a_verb
 
     def _prefix_of_an_edge_word(self, word: str) -> bool:
         """ "mean" in "similar in *meaning*": a word of four letters or more that starts an edge text's word."""

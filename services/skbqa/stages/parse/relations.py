@@ -37,8 +37,13 @@ _LINKING_WORDS = frozenset({"has", "have", "with", "of", "to", "in"})
 
 
 def stems(text: str) -> set[str]:
-    """Crude stems (first 5 letters) of content words: "participating" ~ "participates", "subtypes" ~ "subtype"."""
-    return {w[:5] for w in _WORD.findall(text.lower()) if w not in FUNCTION_WORDS and len(w) > 2}
+    """Crude stems (first 5 letters) of content words: "participating" ~ "participates", "subtypes" ~ "subtype";
+    a short word's plural s goes first ("*ways* to" ~ "a particular *way*", "*terms* of" ~ "a *term* of")."""
+    return {_singular(w)[:5] for w in _WORD.findall(text.lower()) if w not in FUNCTION_WORDS and len(w) > 2}
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")) else word
 
 
 def is_plain(edge: EdgeType) -> bool:

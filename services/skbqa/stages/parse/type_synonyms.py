@@ -59,6 +59,9 @@ class HeadNoun:
     asked: bool = False
     # a level of a hierarchy before "of" ("the direct *subtypes* of X"): X's kind, not a type of its own
     level: bool = False
+    # the lemmas of the nouns before it in its compound ("*noun* senses"): they may tell apart the types whose
+    # descriptions all use the head noun
+    modifiers: tuple[str, ...] = ()
 
 
 class TypeSynonyms:
@@ -178,7 +181,12 @@ class TypeSynonyms:
                 # "the direct *subtypes of* X": X's own type, which the hierarchy's reading gives
                 return HeadNoun(chosen[0], chosen[0] + 1, chosen[1], asked=i in wh or i in elliptic, level=True)
             if chosen is not None:
-                return HeadNoun(chosen[0], chosen[0] + 1, chosen[1], asked=i in wh or i in elliptic)
+                modifiers = tuple(
+                    noun_lemma(w) or w for w in words[j : chosen[0]] if w not in FUNCTION_WORDS and w.isalpha()
+                )
+                return HeadNoun(
+                    chosen[0], chosen[0] + 1, chosen[1], asked=i in wh or i in elliptic, modifiers=modifiers
+                )
         return None
 
     def words_of_one_type(self) -> dict[str, str]:
@@ -194,7 +202,17 @@ class TypeSynonyms:
         )
         # Several descriptions use it; one opens with it ("A *binary* package …" vs "… builds binary packages")
         opening = described & self._opening.get(head.lemma, set())
-        return opening if len(described) > 1 and len(opening) == 1 else described
+        if len(described) > 1 and len(opening) == 1:
+            return opening
+        if len(described) != 1 and head.modifiers:
+            # Every description uses it, or several open with it ("A *noun sense* …", "A *verb sense* …"): the
+            # one whose opening also has the compound's other nouns ("which *noun senses* …")
+            compound = set(self._opening.get(head.lemma, set()))
+            for modifier in head.modifiers:
+                compound &= self._opening.get(modifier, set())
+            if len(compound) == 1:
+                return compound
+        return described
 
     def type_of(
         self,

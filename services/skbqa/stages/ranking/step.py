@@ -64,7 +64,7 @@ class RankStep:
         wanted = config.k if unsure else config.k - len(grounded)
         # one pool for the pipeline's fill and for the rest of a longer list (MRR at depth 100)
         pool = self._fill_pool(query, config, taken, max(wanted, k - len(grounded)))
-        fill = pool.candidates(wanted, "vss")
+        fill = self._named_last(pool.candidates(wanted, "vss"), parsed)
         for candidate in fill:
             candidate.evidence["strand"] = "vector fill (step 7)"
         if unsure:
@@ -87,6 +87,16 @@ class RankStep:
         for candidate in more:
             candidate.evidence["strand"] = "beyond the pipeline's k (step 7 order)"
         return top + more, len(top)
+
+    def _named_last(self, fill: list[Candidate], parsed: StructuredQuery) -> list[Candidate]:
+        """The vector strand with the nodes the question names as its constants after the others: a question
+        asks for what is related to them ("kinds of *lookout*"), and their own name in the question makes them
+        its nearest texts."""
+        named = {n.lower() for s in parsed.symbols.values() for n in s.names if s.name != parsed.target}
+        if not named:
+            return fill
+        names = self._stores.nodes.names
+        return sorted(fill, key=lambda c: names[c.position].lower() in named)  # stable: order kept otherwise
 
     def grounded_candidates(self, parsed: StructuredQuery, scope: ScopeResult, limit: int) -> list[Candidate]:
         """Step 5's answers before ranking: those found with fewer candidates per constant first (the 1-5 row,
