@@ -16,6 +16,7 @@ from skbqa.skb.schema import Schema
 from skbqa.stages.parse.chains import ChainReader
 from skbqa.stages.parse.question_text import QuestionText
 from skbqa.stages.parse.text_fields import claim_text_fields, text_nouns
+from skbqa.stages.parse.written_numbers import count_before, number_at
 from skbqa.stages.ranking.step import RankStep
 from tests.helpers import engine_over
 from tests.unit.test_encoder_parser import edges, parse
@@ -246,3 +247,24 @@ def test_a_verb_right_after_the_answers_noun_is_its_relation(engine: EmbeddedEng
     assert [s.names for s in parsed.constants] == [("walk",)]
     assert edges(parsed) == {("y", "derivationally_related", "c1")}
     assert engine.ask(question, strategy="af").items[0].node_id == 15
+
+
+@pytest.mark.parametrize(
+    ("phrase", "constraint"),
+    [("have a single word", ("=", 1)), ("with two words", ("=", 2)), ("have a nonzero word count", (">", 0))],
+)
+def test_a_count_said_without_a_comparison(engine: EmbeddedEngine, phrase: str, constraint: tuple) -> None:  # type: ignore[type-arg]
+    parsed = parse(engine, f"noun senses that are kinds of lookout and {phrase}")
+    assert [(c.attribute, c.op, c.value) for c in parsed.constraints] == [("word_count", *constraint)]
+    assert [s.names for s in parsed.constants] == [("lookout",)]
+
+
+def test_written_numbers() -> None:
+    text = QuestionText.of("Out of these, a single word, two binaries, a non-zero corpus frequency and 6.5 or one")
+    words = [t.lower for t in text.tokens]
+    assert number_at(text, words.index("6")) == (6.5, words.index("5") + 1)
+    assert number_at(text, len(words) - 1) == (1, len(words))
+    assert count_before(text, words.index("word")) == ("=", 1, words.index("single") - 1)
+    assert count_before(text, words.index("binaries")) == ("=", 2, words.index("two"))
+    assert count_before(text, words.index("frequency")) == (">", 0, words.index("non"))
+    assert count_before(text, words.index("these")) is None

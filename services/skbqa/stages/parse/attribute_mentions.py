@@ -28,6 +28,7 @@ from skbqa.stages.parse.spotted import SpottedConstraint
 from skbqa.stages.parse.stated_affixes import AffixSpotter
 from skbqa.stages.parse.type_mentions import plural
 from skbqa.stages.parse.url_hosts import UrlHostSpotter
+from skbqa.stages.parse.written_numbers import count_before, number_at
 from skbqa.stores.attributes.catalog import AttributeCatalog
 from skbqa.stores.attributes.values import humanise, loose
 
@@ -74,10 +75,6 @@ COMPARISONS: tuple[tuple[tuple[str, ...], Operator], ...] = tuple(
 
 
 COUNT_WORDS = frozenset({"count", "counts", "number", "num", "total", "n"})
-NUMBER_WORDS = {
-    w: n
-    for n, w in enumerate(("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"))
-}
 
 
 def count_labels(label: tuple[str, ...], nouns: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -306,7 +303,7 @@ class AttributeSpotter:
             # "<name> above 6.5" / "<name> of 2015" / "<name> 17" (a number right after the name: equality)
             after = start + len(label)
             if after < len(words) and text.free(after, after + 1):
-                direct = _number(text, after)
+                direct = number_at(text, after)
                 if direct is not None:
                     value, stop = direct
                     return SpottedConstraint(AttributeConstraint(self._symbol, key, "=", value), start, stop)
@@ -323,6 +320,12 @@ class AttributeSpotter:
                     return SpottedConstraint(
                         AttributeConstraint(self._symbol, key, op, number), begin, start + len(label)
                     )
+            # "a single <name>", "two <name>", "a nonzero <name>"
+            if (bare := count_before(text, start)) is not None:
+                bare_op, count, begin = bare
+                return SpottedConstraint(
+                    AttributeConstraint(self._symbol, key, bare_op, count), begin, start + len(label)
+                )
         return None
 
     def _compare_at(
@@ -331,30 +334,11 @@ class AttributeSpotter:
         for phrase, op in COMPARISONS:
             end = index + len(phrase)
             if tuple(words[index:end]) == phrase and end < len(words) and text.free(index, end + 1):
-                number = _number(text, end)
+                number = number_at(text, end)
                 if number is not None:
                     value, stop = number
                     return op, value, stop
         return None
-
-
-def _number(text: QuestionText, index: int) -> tuple[float | int, int] | None:
-    """A number starting at token `index` ("6.5" is three tokens: 6 . 5), and the index after it."""
-    tokens = text.tokens
-    if tokens[index].lower in NUMBER_WORDS:  # "more than *one* word"
-        return NUMBER_WORDS[tokens[index].lower], index + 1
-    # isdecimal, not isdigit: "²" and "①" are digits that int() refuses; past 100 digits it is no attribute value
-    # (and int() refuses more than 4,300)
-    if not tokens[index].text.isdecimal() or len(tokens[index].text) > 100:
-        return None
-    end = index + 1
-    literal = tokens[index].text
-    if end + 1 <= len(tokens) - 1 + 1 and end < len(tokens):
-        gap = text.text[tokens[index].end : tokens[end].start]
-        if gap == "." and tokens[end].text.isdecimal():
-            literal += "." + tokens[end].text
-            end += 1
-    return (float(literal) if "." in literal else int(literal)), end
 
 
 def _acronym_spelt_out(surface: str, values: dict[str, str]) -> str | None:

@@ -242,7 +242,7 @@ class ConstantSpotter:
             return False
         if end - start == 1 and not self._may_be_single_name(text, start):
             return False
-        if all(t.text.islower() for t in text.tokens[start:end]) and all(
+        if all(t.text.islower() or i == 0 for i, t in enumerate(text.tokens[start:end], start)) and all(
             w in FUNCTION_WORDS or w in QUESTION_WORDS or is_discourse_word(w) for w in words
         ):
             return False  # "I'm *looking for* …", "*tell me* which …": how one asks, in words some node is named
