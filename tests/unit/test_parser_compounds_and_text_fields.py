@@ -268,3 +268,11 @@ def test_written_numbers() -> None:
     assert count_before(text, words.index("binaries")) == ("=", 2, words.index("two"))
     assert count_before(text, words.index("frequency")) == (">", 0, words.index("non"))
     assert count_before(text, words.index("these")) is None
+
+
+def test_a_name_before_a_second_clause_is_no_category_of_the_next(engine: EmbeddedEngine) -> None:
+    """ "kinds of lookout *and are* kinds of observation dome": the observation dome is below the lookout, but
+    "and" begins a second clause of the answer's, so the lookout is a constant, not a category label."""
+    parsed = parse(engine, "which noun items are kinds of lookout and are kinds of observation dome?")
+    assert [s.names for s in parsed.constants] == [("lookout",), ("observation dome",)]
+    assert edges(parsed) == {("y", "kind_of", "c1"), ("y", "kind_of", "c2")}

@@ -49,7 +49,7 @@ EDGE_NAME = "edge_name"  # how a name that says an edge's name is claimed
 # How a noun or adjective that labels the next name is claimed ("specific *ways* to X"): words of its clause. A verb
 # ("if I *install* X, which …") is claimed as "relation": it may belong to another clause than the question's.
 LABELLING_NOUN = "labelling_noun"
-RELATION_PREPOSITIONS = frozenset({"of", "to", "as", "with"})
+RELATION_PREPOSITIONS = frozenset({"of", "to", "as", "with", "from"})
 MIN_PREFIX_CHARS = 4  # "hypernyms *of*", "belong *to*", "marked *as*"
 
 
@@ -187,8 +187,8 @@ class RelationLabels:
     def _category_of(self, text: QuestionText, constant: _Name, nxt: _Name, between: list[str]) -> bool:
         """ "whose *clinical course* is (recorded as) rapidly progressive": a name said, through a copula, of a
         name below it in its hierarchy labels it (a category, not a second node)."""
-        if not LINKING_VERBS & set(between) or len(between) > LABEL_GAP_WORDS:
-            return False
+        if not LINKING_VERBS & set(between) or len(between) > LABEL_GAP_WORDS or COORDINATORS & set(between):
+            return False  # ("X *and are* members of Y": a second clause of the answer's, not one of X's)
         if any(text.boundary_before(i) for i in range(constant.end, nxt.start + 1)):
             return False
         graph, types, schema = self._stores.graph, self._stores.nodes.types, self._stores.nodes.schema
