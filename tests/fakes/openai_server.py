@@ -153,14 +153,20 @@ def _handler(fake: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 body = {}
             received = Received(self.path, dict(self.headers.items()), body)
             fault = fake._begin(received)
+            self.ended = False
             try:
                 self._serve(received, fault)
             finally:
-                fake._end()
+                if not self.ended:
+                    fake._end()
 
         def _serve(self, received: Received, fault: Fault | None) -> None:
             if fake.delay:
                 time.sleep(fake.delay)
+                # done before the reply is written: once the client has it, it may send its next request at once
+                # (its slot is free), and that one must not find this one still counted in flight
+                fake._end()
+                self.ended = True
             if not received.path.endswith("/chat/completions"):
                 return self._send(404, b'{"error": "not found"}')
             if fault is not None:

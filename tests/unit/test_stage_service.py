@@ -19,6 +19,7 @@ from skbqa.bus.memory import MemoryBus
 from skbqa.observability.metrics import get_metrics
 from skbqa.serving import codec
 from skbqa.serving.stage_service import StageServicer
+from skbqa.serving.stage_versions import VersionUnavailableError
 from skbqa.serving.stages.core import ROLES, AnswerEnvelope, StageCore, StageMessage, StageOutput, StageRuntime
 from skbqa.serving.stages.registry import build_stage, run_stage
 from skbqa.serving.worker import StageWorker
@@ -226,3 +227,48 @@ def test_a_call_in_progress_counts_as_in_flight(counting) -> None:
     core.gate.set()
     call.result()
     assert inflight() == 0
+
+
+class _TwoVersions:
+    """What `VersionedCores.core_for` does, for two versions: a pinned message runs on its version (or is refused
+    when that one is gone), an unpinned one is pinned to the version served now."""
+
+    def __init__(self, cores: dict[int, StageCore], current: int) -> None:
+        self.cores, self.current = cores, current
+
+    def core_for(self, message: StageMessage) -> StageCore:
+        if message.kb_version and message.kb_version not in self.cores:
+            raise VersionUnavailableError(f"knowledge-base version {message.kb_version} was let go; retry")
+        message.kb_version = message.kb_version or self.current
+        return self.cores[message.kb_version]
+
+
+def test_a_direct_call_runs_on_the_version_its_message_is_pinned_to() -> None:
+    """`Stage/Process` follows the knowledge base's versions as the bus worker does: an unpinned message is pinned
+    to the version served now (its forward carries it), a pinned one runs on its own version, one pinned to a
+    version no longer held is UNAVAILABLE with that line."""
+    old, new = (
+        GatedStageCore(open_gate=True, role="symbols", topics=(topics.PARSED, topics.SYMBOLS)) for _ in "ab"
+    )
+    servicer = StageServicer(old)  # type: ignore[arg-type]
+    servicer.versions = _TwoVersions({1: old, 2: new}, current=2)  # type: ignore[assignment,dict-item]
+    server = grpc.server(ThreadPoolExecutor(2))
+    stages_pb2_grpc.add_StageServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = stages_pb2_grpc.StageStub(channel)
+            assert stub.Process(request(QUESTIONS[0]), timeout=10).forward.kb_version == 2
+            assert (new.calls, old.calls) == (1, 0)
+            pinned = request(QUESTIONS[0])
+            pinned.kb_version = 1
+            assert stub.Process(pinned, timeout=10).forward.kb_version == 1
+            assert (new.calls, old.calls) == (1, 1)
+            pinned.kb_version = 7
+            with pytest.raises(grpc.RpcError) as caught:
+                stub.Process(pinned, timeout=10)
+            assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert caught.value.details() == "knowledge-base version 7 was let go; retry"
+    finally:
+        server.stop(None)

@@ -199,7 +199,7 @@ def start_stage(
     from skbqa.bus.topics import ALL as ALL_TOPICS
     from skbqa.serving.kb_feed import VersionFeed
     from skbqa.serving.runtime import build_runtime
-    from skbqa.serving.stage_service import start_stage_server
+    from skbqa.serving.stage_service import StageServicer, start_stage_server
     from skbqa.serving.stage_versions import VersionedCores
     from skbqa.serving.stages.registry import build_stage
     from skbqa.serving.worker import StageWorker
@@ -208,7 +208,8 @@ def start_stage(
     assert role is not None
     runtime = build_runtime(settings)
     core = build_stage(role, runtime)
-    server = start_stage_server(core, settings, limits=limits)
+    servicer = StageServicer(core)
+    server = start_stage_server(core, settings, limits=limits, servicer=servicer)
     core.warm()
     bus = bus_from_url(settings.bus_url)
     bus.ensure_topics(ALL_TOPICS)
@@ -222,6 +223,7 @@ def start_stage(
     )
     feed = VersionFeed(bus, report=versions.report, on_record=versions.on_record)
     versions.on_switch = feed.announce
+    servicer.versions = versions  # direct calls follow the versions too
     worker = StageWorker(core, bus, lag_interval_s=settings.lag_interval_s, versions=versions).start()
     if not worker.wait_joined(JOIN_TIMEOUT_S):  # e.g. more replicas than partitions: this one stands by
         logger.warning("%s: no partitions assigned after %.0f s; serving anyway", settings.role, JOIN_TIMEOUT_S)

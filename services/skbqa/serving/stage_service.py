@@ -19,6 +19,7 @@ from skbqa.serving.gateway.limits import ClientLimits
 from skbqa.serving.grpc_server import RunningServer, start_server
 from skbqa.serving.security import security_options
 from skbqa.serving.settings import ServiceSettings
+from skbqa.serving.stage_versions import VersionedCores, VersionUnavailableError
 from skbqa.serving.stages.chain import members
 from skbqa.serving.stages.core import StageCore, StageMessage, StageOutput
 from skbqa.serving.stages.registry import run_stage
@@ -35,11 +36,21 @@ class StageServicer(stages_pb2_grpc.StageServicer):
     def __init__(self, core: StageCore) -> None:
         self._cores = members(core)
         self._metrics = get_metrics()
+        # the knowledge-base versions this replica follows (set once they are open): a direct call runs on the
+        # version its message is pinned to, or pins it to the one served now, as a call through the bus does
+        self.versions: VersionedCores | None = None
 
     def Process(self, request: StageMessage, context: grpc.ServicerContext) -> stages_pb2.StageResult:
         result = stages_pb2.StageResult()
         message: StageMessage | None = request
-        for core in self._cores:
+        cores = self._cores
+        if self.versions is not None:
+            try:
+                cores = members(self.versions.core_for(request))
+            except VersionUnavailableError as exc:
+                context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+                raise AssertionError("unreachable: abort raises") from None
+        for core in cores:
             if message is None:
                 break
             with self._metrics.inflight(core.role):
@@ -82,11 +93,17 @@ STAGE_SERVICE = "skbqa.v1.Stage"
 
 
 def start_stage_server(
-    core: StageCore, settings: ServiceSettings, *, limits: ClientLimits | None = None
+    core: StageCore,
+    settings: ServiceSettings,
+    *,
+    limits: ClientLimits | None = None,
+    servicer: StageServicer | None = None,
 ) -> RunningServer:
-    """Started NOT_SERVING (the caller turns it SERVING after warm-up, as for the gateway)."""
+    """Started NOT_SERVING (the caller turns it SERVING after warm-up, as for the gateway). `servicer`: the one to
+    serve, when the caller keeps it (to set its `versions` once the replica follows the knowledge base's)."""
+    servicer = servicer or StageServicer(core)
     return start_server(
-        [(stages_pb2_grpc.add_StageServicer_to_server, StageServicer(core), STAGE_SERVICE)],
+        [(stages_pb2_grpc.add_StageServicer_to_server, servicer, STAGE_SERVICE)],
         host=settings.host,
         port=settings.port,
         max_inflight=settings.max_inflight,
