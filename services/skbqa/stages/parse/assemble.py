@@ -56,6 +56,11 @@ class QueryAssembler:
         self._chain_reader: ChainReader | None = None
         self._roles = ClauseRoles(stores, types)
 
+    @property
+    def roles(self) -> ClauseRoles:
+        """How the question's clauses relate its names (shared with the reading of the answer's type)."""
+        return self._roles
+
     def _chains(self, encoder: Encoder) -> ChainReader:
         if self._chain_reader is None:
             self._chain_reader = ChainReader(self._schema, encoder)

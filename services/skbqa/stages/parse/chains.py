@@ -16,6 +16,7 @@ with must exist on the constant's own nodes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -85,18 +86,12 @@ class ChainReader:
         """The name of the edge among the type's own nodes that reads most like a taxonomy (None: no such edge)."""
         if self._taxonomies is None:  # every type's at once: one encoding of the phrase
             (phrase,) = self._encoder.encode([TAXONOMY_PHRASE])
-            vectors = self._vectors()
-            words = stems(TAXONOMY_PHRASE)
+            # its words ("a *kind* of", "more *specific*") and its meaning, weighed as any hop's words are
+            words = re.findall(r"[a-z]+", TAXONOMY_PHRASE.lower())
             self._taxonomies = {}
-
-            def reads_like_a_taxonomy(edge: EdgeType) -> float:
-                # the words it shares with the phrase ("a *kind* of", "more *specific*") weigh as elsewhere
-                shared = len(words & self._edge_stems[id(edge)]) / len(words)
-                return LEXICAL_WEIGHT * shared + COSINE_WEIGHT * float(vectors[id(edge)] @ phrase)
-
             for node_type in self._schema.node_types:
                 own = self.between(node_type.name, node_type.name)
-                best = max(own, key=reads_like_a_taxonomy) if own else None
+                best = max(own, key=lambda e: self.score(words, e, phrase)) if own else None
                 self._taxonomies[node_type.name] = best.name if best is not None else None
         return self._taxonomies.get(type_name)
 

@@ -33,7 +33,6 @@ from skbqa.stages.parse.chain_words import (
     hierarchy_depth,
     is_narrower_noun,
 )
-from skbqa.stages.parse.clause_roles import ClauseRoles
 from skbqa.stages.parse.constants import FUZZY_MIN_COSINE, Constant, ConstantSpotter
 from skbqa.stages.parse.cue_reader import CueReader
 from skbqa.stages.parse.cues import claim_text_cues
@@ -96,7 +95,7 @@ class EncoderParser:
         self._lock = threading.Lock()
         self._constants = ConstantSpotter(stores, lexicon, self._types, fuzzy_min_cosine=fuzzy_min_cosine)
         self._assembler = QueryAssembler(stores, self._types, self._relations)
-        self._reached = ReachedTypes(stores, ClauseRoles(stores, self._types))
+        self._reached = ReachedTypes(stores, self._assembler.roles)
         self._abbreviations = Abbreviations(
             self._schema,
             self._is_name,

@@ -39,7 +39,8 @@ class ReachedTypes:
             return None
         constant = constants[0]
         phrase = self._roles.phrase(text, constant)
-        if not stems(phrase):
+        words = stems(phrase)
+        if not words:
             return None  # no words of a relation: any edge would be a guess
         options = self._options(constant, chooser)
         if not options:
@@ -47,12 +48,12 @@ class ReachedTypes:
         (vector,) = encoder.encode([phrase])
         best = chooser.rank(options, phrase, vector)[0]
         hop = best.hops[0]
-        if best.any_edge or not stems(phrase) & stems(edge_text(hop.edge)):
+        if best.any_edge or not words & stems(edge_text(hop.edge)):
             return None  # the words do not single out one edge
         reached = self._stores.graph.neighbours(
             constant.positions, hop.edge.name, _direction(hop.from_constant_side)
         )
-        counts = Counter(np.asarray(self._stores.nodes.types)[reached].tolist())
+        counts = Counter(self._stores.nodes.types[reached].tolist())
         code, count = counts.most_common(1)[0]
         return self._schema.node_types[int(code)].name if count / reached.size >= MIN_SHARE else None
 

@@ -126,7 +126,7 @@ class RelationLabels:
         # "words that *share* a root with X", "describing words *mean* nearly …") needs no preposition after it
         is_verb = "VERB" in word_classes(content[0])
         # ("books that *quote* cites": a verb right after it makes it the clause's subject, a name)
-        subject = bool(after) and after[0] not in FUNCTION_WORDS and "VERB" in word_classes(after[0])
+        subject = _followed_by_a_verb(text, constant)
         verb_slot = (
             bool(before)
             and is_verb
@@ -148,9 +148,9 @@ class RelationLabels:
             or text.claimed[constant.start - 1] != "target"
         ):
             return False
-        after = text.words(constant.end, constant.end + 1)
-        followed_by_a_verb = bool(after) and after[0] not in FUNCTION_WORDS and "VERB" in word_classes(after[0])
-        return "VERB" in word_classes(text.tokens[constant.start].lower) and not followed_by_a_verb
+        return "VERB" in word_classes(text.tokens[constant.start].lower) and not _followed_by_a_verb(
+            text, constant
+        )
 
     def _prefix_of_an_edge_word(self, word: str) -> bool:
         """ "mean" in "similar in *meaning*": a word of four letters or more that starts an edge text's word."""
@@ -204,3 +204,8 @@ class RelationLabels:
                 if above.intersection(level.tolist()):
                     return True
         return False
+
+
+def _followed_by_a_verb(text: QuestionText, constant: _Name) -> bool:
+    after = text.words(constant.end, constant.end + 1)
+    return bool(after) and after[0] not in FUNCTION_WORDS and "VERB" in word_classes(after[0])

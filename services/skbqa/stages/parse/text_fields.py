@@ -12,6 +12,7 @@ import re
 
 from skbqa.skb.schema import Schema
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
+from skbqa.stages.parse.spelling import word_classes
 from skbqa.stages.parse.type_mentions import noun_forms, noun_lemma
 
 # English nouns for what a record says of itself.
@@ -98,10 +99,8 @@ def _is_noun(text: QuestionText, words: list[str], i: int) -> bool:
 
 
 def _only_a_noun(word: str) -> bool:
-    from lemminflect import getAllLemmas
-
-    readings = getAllLemmas(word)
-    return word not in FUNCTION_WORDS and "NOUN" in readings and "VERB" not in readings
+    classes = word_classes(word)
+    return word not in FUNCTION_WORDS and "NOUN" in classes and "VERB" not in classes
 
 
 def _quoted(text: QuestionText, i: int) -> bool:
