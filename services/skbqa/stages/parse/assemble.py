@@ -87,7 +87,7 @@ class QueryAssembler:
             return parsed
         chooser = self._relations(query.encoder)
         reader = self._chains(query.encoder)
-        hints = self._types.mentions(text)
+        hints = _with_head_nouns(text, self._types.mentions(text))
         placeholders = [
             TypeMention(node_type.name, i, i + 1)
             for i, token in enumerate(text.tokens)
@@ -177,7 +177,7 @@ class QueryAssembler:
                         plan.clause, mentions, [m.start - plan.left for m in mentions], target_type, type_name,
                         encoded, self._stores.graph, nodes,
                     )  # fmt: skip
-                    if found is not None and (chained is None or _longer_or_better(found, chained)):
+                    if found is not None and (chained is None or _longer_or_better(found, mentions, chained)):
                         chained = (found.score, type_name, found, mentions)
                 if chains and chained is None and options:
                     found = reader.hierarchy(
@@ -316,11 +316,14 @@ def _mention_runs(inner: Sequence[TypeMention]) -> list[tuple[TypeMention, ...]]
 
 
 def _longer_or_better(
-    found: RelationOption, chained: tuple[float, str, RelationOption, tuple[TypeMention, ...]]
+    found: RelationOption,
+    mentions: tuple[TypeMention, ...],
+    chained: tuple[float, str, RelationOption, tuple[TypeMention, ...]],
 ) -> bool:
-    """A chain through more of the question's type words explains more of it; among equals, the better words."""
-    if len(found.vias) != len(chained[2].vias):
-        return len(found.vias) > len(chained[2].vias)
+    """A chain through more of the question's type words explains more of it; among equals, the better words. An
+    unnamed node a chain adds on its own ("a *broader category* of X") is no type word: it does not count."""
+    if len(mentions) != len(chained[3]):
+        return len(mentions) > len(chained[3])
     return found.score > chained[0]
 
 
@@ -348,6 +351,30 @@ def _types_in_order(positions: np.ndarray, node_types: np.ndarray) -> list[int]:
     return [int(codes[i]) for i in sorted(first)]
 
 
+def _with_head_nouns(text: QuestionText, mentions: list[TypeMention]) -> list[TypeMention]:
+    """ "a *noun sense* that …", "an *adjective term* which …": a type word before a free noun that what follows
+    qualifies only modifies it; the node the noun stands for is of that type, and the noun is no word of a clause."""
+    out: list[TypeMention] = []
+    for k, mention in enumerate(mentions):
+        i = mention.end
+        if (
+            i + 1 < len(text)
+            and text.claimed[i] is None
+            and not text.boundary_before(i)
+            and not text.boundary_before(i + 1)
+            and not any(m.start == i for m in mentions[k + 1 :])
+            and noun_lemma(text.tokens[i].lower) is not None
+            and _qualified(text.tokens[i + 1].lower)
+        ):
+            mention = replace(mention, end=i + 1)
+        out.append(mention)
+    return out
+
+
+def _qualified(following: str) -> bool:
+    return reads_as_participle(following) or following in RELATIVE_PRONOUNS
+
+
 def _unnamed_noun(text: QuestionText, i: int, hints: Sequence[TypeMention]) -> bool:
     """ "packages enhancing *any binary* built from X": a noun that is no type word, introduced as one of a kind and
     qualified by what follows, stands for an unnamed node, of whichever type the chain fits best."""
@@ -355,7 +382,5 @@ def _unnamed_noun(text: QuestionText, i: int, hints: Sequence[TypeMention]) -> b
         return False
     word, following = text.tokens[i].lower, text.tokens[i + 1].lower
     return (
-        text.tokens[i - 1].lower in UNNAMED_INTRODUCERS
-        and noun_lemma(word) is not None
-        and (reads_as_participle(following) or following in RELATIVE_PRONOUNS)
+        text.tokens[i - 1].lower in UNNAMED_INTRODUCERS and noun_lemma(word) is not None and _qualified(following)
     )

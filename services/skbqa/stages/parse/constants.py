@@ -16,6 +16,7 @@ from skbqa.stages.parse.chain_words import RELATING_PREPOSITIONS, RELATIVE_PRONO
 from skbqa.stages.parse.modifier_words import COMPARATIVES, compared, only_a_modifier
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.relation_labels import RelationLabels
+from skbqa.stages.parse.relation_verbs import relates, stated_stems, states_a_relation
 from skbqa.stages.parse.relations import stems
 from skbqa.stages.parse.spelling import Speller, is_english, word_classes
 from skbqa.stages.parse.type_descriptions import called_nouns
@@ -76,6 +77,7 @@ class ConstantSpotter:
         }
         self._labels = RelationLabels(stores)
         self.relation_stems = set().union(*(stems(e.name + " " + e.description) for e in schema.edge_types))
+        self._stated_stems = stated_stems(schema.edge_types)
 
     def warm(self) -> None:
         self._speller.warm()
@@ -198,6 +200,8 @@ class ConstantSpotter:
         readings: dict[int, list[str]] = {}
         respelt: dict[int, int] = {}  # a respelt known word: the fewest words of a name it may be read into
         for i, token in enumerate(text.tokens):
+            if states_a_relation(token.lower, self._stated_stems):
+                continue
             found = self._speller.readings(token.text) if text.claimed[i] is None else []
             if not found and text.claimed[i] in (None, "constant"):
                 found = self._speller.respellings(token.text, edits=text.claimed[i] is None)
@@ -273,6 +277,8 @@ class ConstantSpotter:
             return False  # "Golgi stack-*localized* genes", "CLRN1-*related*": it relates the word before
         if self._verb_of_relative_clause(text, index) or compared(text, index):
             return False  # "… that *links* against X"; "the *same* as X", "more *general* terms"
+        if not after_preposition and relates(text, index, self._stated_stems):
+            return False  # "are *used* in the field of X", "adverbs *formed* from X"
         if (
             text.tokens[index].text.islower()
             and only_a_modifier(word)
@@ -284,7 +290,16 @@ class ConstantSpotter:
         # "a subtype of …", "a protein that …" introduce an unnamed node; "the parts of *a car*", ending its clause,
         # names one
         ends_clause = index + 1 >= len(text) or text.boundary_before(index + 1)
-        return index == 0 or text.tokens[index - 1].lower not in INDEFINITE_ARTICLES or ends_clause
+        start = index
+        # "a *noun* sense that …", "an *adjective* term which …": the schema's own words for its nodes between the
+        # article and the word still introduce an unnamed node
+        while (
+            start > 1
+            and text.tokens[start - 1].text.islower()
+            and text.tokens[start - 1].lower in self._called | self._type_name_words
+        ):
+            start -= 1
+        return start == 0 or text.tokens[start - 1].lower not in INDEFINITE_ARTICLES or ends_clause
 
     @staticmethod
     def _verb_of_relative_clause(text: QuestionText, index: int) -> bool:

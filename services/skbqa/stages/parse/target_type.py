@@ -35,6 +35,7 @@ from skbqa.stages.parse.type_mentions import (
     choose_target,
     heads_question,
     noun_lemma,
+    on_the_way,
     qualifies_another,
 )
 from skbqa.stages.parse.type_synonyms import COPULAS, HeadNoun, TypeSynonyms
@@ -219,7 +220,10 @@ class TargetTypeReader:
             warnings.append(f"target type {asked[0]!r}: {asked[1]!r} asks for the schema's one type of {kind}")
             return asked[0], "synonym"
         if chosen is not None and meant is None:
-            text.claim(chosen.start, chosen.end, "target")
+            # "which words are hypernyms *of a noun* that …": the only type word is a node on the way; it gives the
+            # answer's type, and stays free for the chain through it
+            if not on_the_way(text, chosen):
+                text.claim(chosen.start, chosen.end, "target")
             return chosen.type_name, "word"
         if meant is None and head_noun:
             meant = self._edge_by_meaning(query, text, spans, mentions)

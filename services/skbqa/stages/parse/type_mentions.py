@@ -239,6 +239,19 @@ def after_preposition(before: Sequence[str]) -> bool:
     )
 
 
+def on_the_way(text: QuestionText, mention: TypeMention) -> bool:
+    """ "… hypernyms *of a noun that* belongs to …": a type word introduced by an article after a preposition and
+    qualified by a relative clause stands for an unnamed node between the answer and a name."""
+    before = _words_before(text, mention.start, 2)
+    following = text.tokens[mention.end].lower if mention.end < len(text) else ""
+    return (
+        len(before) == 2
+        and before[0] in PREPOSITIONS
+        and before[1] in INDEFINITE
+        and following in ("that", "which", "who", "whose")
+    )
+
+
 def qualifies_another(
     text: QuestionText, mention: TypeMention, name_spans: Sequence[tuple[int, int]] = ()
 ) -> bool:

@@ -19,6 +19,7 @@ from skbqa.query.encoder import Encoder
 from skbqa.skb.schema import Schema
 from skbqa.stages.parse.chain_words import PLACEHOLDERS, names_level, names_narrower
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
+from skbqa.stages.parse.relations import stems
 from skbqa.stages.parse.spelling import is_plain_verb
 from skbqa.stages.parse.type_descriptions import (
     GENERIC_NOUNS,
@@ -39,6 +40,7 @@ from skbqa.stages.parse.type_word_usage import TypeWordUsage
 NAME_TEMPERATURE = 0.05
 MIN_POSTERIOR = 0.6  # the combined evidence must put this much on one type
 WH_WORDS = frozenset({"which", "what", "whose"})
+ROOT_MIN_CHARS = 6  # shorter words share their first letters by chance ("form", "formal")
 COPULAS = frozenset({"is", "are", "was", "were"})  # "what *are the* tools …": the noun comes after the verb
 OPENING_AUXILIARIES = COPULAS | {"do", "does", "did", "there", "have", "has"}
 OPENING_WORDS = 4  # "Can you show …", "I'm looking for …": where a request word opens the question
@@ -212,6 +214,17 @@ class TypeSynonyms:
                 compound &= self._opening.get(modifier, set())
             if len(compound) == 1:
                 return compound
+            # "*describing* words" where one type is "also called a *description* or word": a modifier of the
+            # same root as a noun only one of those types' descriptions uses
+            rooted = {
+                t
+                for modifier in head.modifiers
+                for noun, types in self._described.items()
+                if noun != head.lemma and same_root(noun, modifier)
+                for t in types
+            } & (described or set(self._names))
+            if len(rooted) == 1:
+                return rooted
         return described
 
     def type_of(
@@ -281,3 +294,8 @@ def _past_qualifying_names(words: Sequence[str], start: int, inside: set[int]) -
 
     readings = getAllLemmas(words[end])
     return end if "NOUN" in readings and "VERB" not in readings else start
+
+
+def same_root(a: str, b: str) -> bool:
+    """ "description" and "describing": one crude stem (`relations.stems`), both words long enough to carry one."""
+    return min(len(a), len(b)) >= ROOT_MIN_CHARS and stems(a) == stems(b)

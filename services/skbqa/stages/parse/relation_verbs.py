@@ -1,0 +1,70 @@
+"""Verbs of the schema's own relations in a question: "are *used* in the field of X", "adverbs *formed* from X",
+"… and *mean* nearly the same as X". Where every English word is some node's name (a dictionary), such a word is
+still the clause's verb, not a node: the schema states its relations with it, and the question uses it as one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+
+from skbqa.skb.schema import EdgeType
+from skbqa.stages.parse.chain_words import RELATING_PREPOSITIONS, RELATIVE_PRONOUNS
+from skbqa.stages.parse.question_text import QuestionText
+from skbqa.stages.parse.relations import stems
+from skbqa.stages.parse.spelling import reads_as_participle, word_classes
+from skbqa.stages.parse.type_synonyms import COPULAS
+
+# What a relation's verb is followed by when it relates: a preposition ("formed *from*"), or a degree adverb before
+# its object ("mean *nearly* the same as").
+DEGREE_ADVERBS = frozenset({"nearly", "roughly", "almost", "approximately", "exactly", "closely", "directly"})
+
+
+def stated_stems(edges: Iterable[EdgeType]) -> set[str]:
+    """The stems an edge's name and description state it with; examples in parentheses ("dog -> canine") are
+    nodes, not the relation's words."""
+    return set().union(*(stems(e.name + " " + re.sub(r"\([^)]*\)", " ", e.description)) for e in edges))
+
+
+def states_a_relation(word: str, relation_stems: set[str]) -> bool:
+    """Whether every stem of the word is one the schema states its relations with ("*meronyms*" for a part
+    meronymy): such a word, written as the schema writes it, is no misspelt name."""
+    own = stems(word)
+    return bool(own) and own <= relation_stems
+
+
+@lru_cache(maxsize=4096)
+def verb_lemma(word: str) -> str:
+    """The verb's plain form ("formed" → "form"), where the stemmer leaves the inflection ("forme")."""
+    from lemminflect import getAllLemmas
+
+    lemmas = getAllLemmas(word).get("VERB")
+    return lemmas[0].lower() if lemmas else word
+
+
+def relates(text: QuestionText, index: int, relation_stems: set[str]) -> bool:
+    """Whether the lower-case word at `index` is a verb of the schema's relations used as one: after a copula ("are
+    *used* …"), or before a preposition or degree adverb ("*formed* from", "*mean* nearly"); or any past participle
+    before a preposition ("*cross-referenced* with"); or a word of a relation before another ("*part* meronyms"). After a relative pronoun, `ConstantSpotter` decides: "books
+    that *quote* cites" names a book."""
+    token = text.tokens[index]
+    word = token.lower
+    if not token.text.islower():
+        return False
+    before = text.tokens[index - 1].lower if index > 0 else ""
+    after = text.tokens[index + 1].lower if index + 1 < len(text) and not text.boundary_before(index + 1) else ""
+    if (
+        after
+        and states_a_relation(word, relation_stems)
+        and states_a_relation(after, relation_stems)
+        and before not in RELATIVE_PRONOUNS  # "books that *quote* cites": a name, the subject of a verb
+    ):
+        return True  # "*part* meronyms", "*member* meronyms": a word of one relation's name before another's
+    if "VERB" not in word_classes(word):
+        return False
+    if after in RELATING_PREPOSITIONS and reads_as_participle(word):
+        return True  # "*cross-referenced* with X", "*located* in X": any schema's relation, said as a participle
+    if not any(own and own <= relation_stems for own in (stems(word), stems(verb_lemma(word)))):
+        return False
+    return before in COPULAS or after in RELATING_PREPOSITIONS or after in DEGREE_ADVERBS
