@@ -11,6 +11,7 @@ import pytest
 from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.skb.schema import EdgeType, Schema
 from skbqa.stages.parse.assemble import _longer_or_better, _with_head_nouns
+from skbqa.stages.parse.modifier_words import compared
 from skbqa.stages.parse.question_text import QuestionText
 from skbqa.stages.parse.relation_verbs import relates, stated_stems, states_a_relation
 from skbqa.stages.parse.relations import Hop, RelationOption
@@ -161,3 +162,20 @@ def test_a_modifier_of_the_same_root_as_one_types_noun_names_that_type(onnx_enco
     parsed = parse(engine, "which describing words are related to calm?")
     assert parsed.target_type == "adjective_item"
     assert same_root("description", "describing") and not same_root("form", "formal")
+
+
+def test_the_respect_of_a_comparison_is_no_name_and_its_adjective_the_relation() -> None:
+    """ "similar in *meaning* to X": "meaning" says in what respect (a dictionary has a node "meaning"), and
+    "similar … to X" is the relation's own words."""
+    schema = Schema.from_dict(
+        {
+            "name": "senses",
+            "node_types": [{"name": "sense", "description": "a sense"}],
+            "edge_types": [
+                {"name": "similar_to", "source": "sense", "target": "sense", "description": "similar in meaning"}
+            ],
+        }
+    )
+    text = QuestionText.of("adjectives similar in meaning to proud")
+    assert compared(text, 3) and not compared(QuestionText.of("words in meaning of life"), 2)
+    assert relates(text, 1, stated_stems(schema.edge_types))

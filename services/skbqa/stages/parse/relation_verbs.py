@@ -11,6 +11,7 @@ from functools import lru_cache
 
 from skbqa.skb.schema import EdgeType
 from skbqa.stages.parse.chain_words import RELATING_PREPOSITIONS, RELATIVE_PRONOUNS
+from skbqa.stages.parse.modifier_words import in_respect_of
 from skbqa.stages.parse.question_text import QuestionText
 from skbqa.stages.parse.relations import stems
 from skbqa.stages.parse.spelling import reads_as_participle, word_classes
@@ -61,6 +62,8 @@ def relates(text: QuestionText, index: int, relation_stems: set[str]) -> bool:
         and before not in RELATIVE_PRONOUNS  # "books that *quote* cites": a name, the subject of a verb
     ):
         return True  # "*part* meronyms", "*member* meronyms": a word of one relation's name before another's
+    if after == "in" and index + 2 < len(text) and in_respect_of(text, index + 2):
+        return states_a_relation(word, relation_stems)  # "*similar* in meaning to X" says "similar to X"
     if "VERB" not in word_classes(word):
         return False
     if after in RELATING_PREPOSITIONS and reads_as_participle(word):
