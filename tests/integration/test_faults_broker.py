@@ -24,14 +24,12 @@ from skbqa.v1 import stages_pb2
 from tests.integration.fault_matrix import Call, record, tally
 from tests.integration.fault_stack import (
     QUESTIONS,
-    ask_stream,
     crash_broker,
     durable_stack,
     embedded_rankings,
     expected_by_index,
     messages,
     storm,
-    stub_for,
     trace,
 )
 
@@ -109,13 +107,17 @@ def test_broker_crash_mid_stream_answers_every_accepted_request_once(stack, expe
     assert result.accounted and result.lost == 0, (result, lost, timeline, evidence)
     assert result.duplicates_delivered == 0, result  # no call saw a second final answer
     assert set(result.clear_status) <= {"UNAVAILABLE"}, result.clear_status  # refused while it was down
-    assert result.answered >= len(questions) // 2, result
+    # how many calls fall in the outage depends on how fast refusals come back, not on the stack: what must hold
+    # is that every call begun once the broker was back was answered
+    after_back = [c for c in calls if c.began > window["back"]]
+    assert all(c.status is None and c.finals for c in after_back), [(c.status, c.detail) for c in after_back]
     # the crash caught accepted calls in flight, and they were answered after it (a call still being submitted
     # when the broker died may instead be refused UNAVAILABLE: a clear status, counted above)
     assert any(c.finals for c in across), [(c.status, len(c.finals)) for c in across]
-    # and the stack is whole again afterwards
-    after = ask_stream(stub_for(stack), 0, QUESTIONS[0], 120)
-    assert after.status is None and after.finals == [expected[QUESTIONS[0]]]
+    # and the stack is whole again afterwards: a full round under the same load is answered, every call right
+    again, _ = storm(stack, QUESTIONS, timeout_s=180)
+    recovered = tally(again, expected_by_index(QUESTIONS, expected))
+    assert recovered.answered == len(QUESTIONS) and recovered.lost == 0, recovered
 
 
 def test_poison_message_goes_to_the_dead_letter_topic_with_its_error(stack) -> None:
