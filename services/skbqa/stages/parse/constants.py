@@ -75,6 +75,7 @@ class ConstantSpotter:
             if len(words := t.name.replace("/", " ").replace("_", " ").replace("-", " ").lower().split()) > 1
             for word in words
         }
+        self._node_words = self._called | self._type_name_words
         self._labels = RelationLabels(stores)
         self.relation_stems = set().union(*(stems(e.name + " " + e.description) for e in schema.edge_types))
         self._stated_stems = stated_stems(schema.edge_types)
@@ -296,7 +297,7 @@ class ConstantSpotter:
         while (
             start > 1
             and text.tokens[start - 1].text.islower()
-            and text.tokens[start - 1].lower in self._called | self._type_name_words
+            and text.tokens[start - 1].lower in self._node_words
         ):
             start -= 1
         return start == 0 or text.tokens[start - 1].lower not in INDEFINITE_ARTICLES or ends_clause

@@ -47,8 +47,8 @@ def verb_lemma(word: str) -> str:
 def relates(text: QuestionText, index: int, relation_stems: set[str]) -> bool:
     """Whether the lower-case word at `index` is a verb of the schema's relations used as one: after a copula ("are
     *used* …"), or before a preposition or degree adverb ("*formed* from", "*mean* nearly"); or any past participle
-    before a preposition ("*cross-referenced* with"); or a word of a relation before another ("*part* meronyms"). After a relative pronoun, `ConstantSpotter` decides: "books
-    that *quote* cites" names a book."""
+    before a preposition ("*cross-referenced* with"); or a word of a relation before another ("*part* meronyms").
+    After a relative pronoun, `ConstantSpotter` decides: "books that *quote* cites" names a book."""
     token = text.tokens[index]
     word = token.lower
     if not token.text.islower():
@@ -68,6 +68,6 @@ def relates(text: QuestionText, index: int, relation_stems: set[str]) -> bool:
         return False
     if after in RELATING_PREPOSITIONS and reads_as_participle(word):
         return True  # "*cross-referenced* with X", "*located* in X": any schema's relation, said as a participle
-    if not any(own and own <= relation_stems for own in (stems(word), stems(verb_lemma(word)))):
+    if not (states_a_relation(word, relation_stems) or states_a_relation(verb_lemma(word), relation_stems)):
         return False
     return before in COPULAS or after in RELATING_PREPOSITIONS or after in DEGREE_ADVERBS
