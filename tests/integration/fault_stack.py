@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from prometheus_client.parser import text_string_to_metric_families
 
 from skbqa.bus import topics
@@ -56,6 +57,21 @@ def embedded_rankings(engine: Any) -> dict[str, list[int]]:
 
 def stub_for(stack: LocalStack) -> api_pb2_grpc.SkbqaStub:
     return api_pb2_grpc.SkbqaStub(grpc.insecure_channel(f"127.0.0.1:{stack.ports['gateway']}"))
+
+
+def wait_gateway_serving(stack: LocalStack, timeout_s: float = 120.0) -> float:
+    """Poll the gateway's health until it reads SERVING again (its watcher probes the broker every few seconds);
+    returns the moment it did. Calls begun after it must be answered; calls before it may be refused UNAVAILABLE."""
+    deadline = time.monotonic() + timeout_s
+    with grpc.insecure_channel(f"127.0.0.1:{stack.ports['gateway']}") as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < deadline:
+            with contextlib.suppress(grpc.RpcError):
+                reply = health.Check(health_pb2.HealthCheckRequest(), timeout=5)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return time.monotonic()
+            time.sleep(0.2)
+    raise AssertionError(f"the gateway did not report SERVING within {timeout_s:.0f} s of the broker's restart")
 
 
 def ask_stream(stub: api_pb2_grpc.SkbqaStub, index: int, question: str, timeout_s: float) -> Call:
