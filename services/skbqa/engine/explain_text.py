@@ -38,6 +38,11 @@ def print_explanation(result: Answer, out: Any = print) -> None:
             out(f"grounding: {scope['candidates']} candidates ({steps or scope['reason']})")
         else:
             out(f"grounding skipped: {scope['reason']}")
+    if "refuted" in result.notes:
+        out(f"ranking: {result.notes['refuted']}")
+    if "blend" in result.notes:
+        blend = result.notes["blend"]
+        out(f"ranking: an unsure parse (confidence {blend['confidence']}); grounded and vector strands merged")
     if "rerank" in result.notes:
         out(f"rerank: {result.notes['rerank']}")
     stages = ", ".join(f"{k} {v:.1f}" for k, v in result.timings_ms.items())

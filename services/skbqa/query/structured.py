@@ -66,6 +66,9 @@ class StructuredQuery:
     # How much of the question this parse explains, in [0, 1] (its words, constants and edges, checked against the
     # graph); None when the parser does not assess itself. Steps 6–7 combine the grounded and vector strands by it.
     confidence: float | None = None
+    # Whether the question's own words name the target type (its name, or a word its description gives it), not
+    # the relations the parse chose or a guess: a type that stands when the graph has no answer to the parse.
+    type_named: bool = False
 
     @property
     def target_type(self) -> str | None:
@@ -84,6 +87,7 @@ def parse_summary(parsed: StructuredQuery) -> dict[str, Any]:
         "target_type": parsed.target_type,
         "predicted_type": parsed.predicted_type,
         "confidence": parsed.confidence,
+        "type_named": parsed.type_named,
         "symbols": {
             name: {
                 "type": s.type,

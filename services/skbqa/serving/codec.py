@@ -91,6 +91,7 @@ def query_to_proto(query: StructuredQuery) -> stages_pb2.StructuredQuery:
         warnings=list(query.warnings),
         predicted_type=query.predicted_type,
         confidence=query.confidence,
+        type_named=query.type_named,
     )
     return message
 
@@ -126,6 +127,7 @@ def query_from_proto(message: stages_pb2.StructuredQuery) -> StructuredQuery:
         warnings=list(message.warnings),
         predicted_type=message.predicted_type if message.HasField("predicted_type") else None,
         confidence=round(message.confidence, 4) if message.HasField("confidence") else None,
+        type_named=message.type_named,
     )
 
 

@@ -64,7 +64,7 @@ class AttributeConstraint(_message.Message):
     def __init__(self, symbol: _Optional[str] = ..., attribute: _Optional[str] = ..., op: _Optional[str] = ..., values: _Optional[_Iterable[_Union[Scalar, _Mapping]]] = ..., is_list: _Optional[bool] = ..., case_insensitive: _Optional[bool] = ...) -> None: ...
 
 class StructuredQuery(_message.Message):
-    __slots__ = ("target", "symbols", "triplets", "constraints", "text_constraints", "alternatives", "warnings", "predicted_type", "confidence")
+    __slots__ = ("target", "symbols", "triplets", "constraints", "text_constraints", "alternatives", "warnings", "predicted_type", "confidence", "type_named")
     TARGET_FIELD_NUMBER: _ClassVar[int]
     SYMBOLS_FIELD_NUMBER: _ClassVar[int]
     TRIPLETS_FIELD_NUMBER: _ClassVar[int]
@@ -74,6 +74,7 @@ class StructuredQuery(_message.Message):
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
     PREDICTED_TYPE_FIELD_NUMBER: _ClassVar[int]
     CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
+    TYPE_NAMED_FIELD_NUMBER: _ClassVar[int]
     target: str
     symbols: _containers.RepeatedCompositeFieldContainer[Symbol]
     triplets: _containers.RepeatedCompositeFieldContainer[Triplet]
@@ -83,7 +84,8 @@ class StructuredQuery(_message.Message):
     warnings: _containers.RepeatedScalarFieldContainer[str]
     predicted_type: str
     confidence: float
-    def __init__(self, target: _Optional[str] = ..., symbols: _Optional[_Iterable[_Union[Symbol, _Mapping]]] = ..., triplets: _Optional[_Iterable[_Union[Triplet, _Mapping]]] = ..., constraints: _Optional[_Iterable[_Union[AttributeConstraint, _Mapping]]] = ..., text_constraints: _Optional[_Iterable[str]] = ..., alternatives: _Optional[_Iterable[_Union[StructuredQuery, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ..., predicted_type: _Optional[str] = ..., confidence: _Optional[float] = ...) -> None: ...
+    type_named: bool
+    def __init__(self, target: _Optional[str] = ..., symbols: _Optional[_Iterable[_Union[Symbol, _Mapping]]] = ..., triplets: _Optional[_Iterable[_Union[Triplet, _Mapping]]] = ..., constraints: _Optional[_Iterable[_Union[AttributeConstraint, _Mapping]]] = ..., text_constraints: _Optional[_Iterable[str]] = ..., alternatives: _Optional[_Iterable[_Union[StructuredQuery, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ..., predicted_type: _Optional[str] = ..., confidence: _Optional[float] = ..., type_named: _Optional[bool] = ...) -> None: ...
 
 class CandidateSet(_message.Message):
     __slots__ = ("symbol", "positions")

@@ -22,6 +22,7 @@ from skbqa.stages.parse.abbreviations import abbreviates
 from skbqa.stages.parse.boolean_values import BooleanSpotter
 from skbqa.stages.parse.code_values import CodeValueSpotter
 from skbqa.stages.parse.family_prefixes import FamilyPrefixSpotter
+from skbqa.stages.parse.list_counts import OTHER_NAME_WORDS, counted_lists
 from skbqa.stages.parse.question_text import QuestionText, is_discourse_word
 from skbqa.stages.parse.spelling import is_english
 from skbqa.stages.parse.spotted import SpottedConstraint
@@ -128,7 +129,8 @@ class AttributeSpotter:
         self._catalog = catalog
         self._symbol = symbol
         self._vocabularies: dict[str, list[_Vocabulary]] = {}  # per node type, prepared once
-        self._ranges: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+        # (key, a label, what to add to a count said with it): numeric and date attributes by their names
+        self._ranges: dict[str, list[tuple[str, tuple[str, ...], int]]] = {}
         self._year_key: dict[str, str | None] = {}  # the one year-valued (or date) attribute of a type, if unique
         self._codes = CodeValueSpotter(catalog, symbol)
         self._hosts = UrlHostSpotter(catalog, symbol)
@@ -158,12 +160,19 @@ class AttributeSpotter:
             schema.node_types[schema.node_code(node_type)].description if schema.has_node_type(node_type) else ""
         )
         nouns = tuple(plural(t.name.replace("_", " ").split()[-1]) for t in schema.node_types)
-        self._ranges[node_type] = [
-            (c.key, label)
+        ranges: list[tuple[str, tuple[str, ...], int]] = []
+        descriptions = " ".join(t.description for t in schema.node_types)  # a list's gloss holds for every type
+        for counted in counted_lists(self._catalog, node_type, descriptions):
+            for noun in counted.nouns:  # "over 4 *lemmas*", "at least one *synonym*" (the name itself is none)
+                offset = 1 if counted.holds_name and noun in OTHER_NAME_WORDS else 0
+                ranges += [(counted.count_key, label, offset) for label in count_labels((noun, "count"), nouns)]
+        ranges += [  # after what a list counts: "words with more than 2 *synonyms*" counts synonyms
+            (c.key, label, 0)
             for c in self._catalog.columns(node_type)
             if c.kind in ("numeric", "date")
             for label in _range_labels(c.key, description, nouns)
         ]
+        self._ranges[node_type] = sorted(ranges, key=lambda item: len(item[1]), reverse=True)
         years = [
             c.key
             for c in self._catalog.columns(node_type)
@@ -199,10 +208,10 @@ class AttributeSpotter:
         for family in self._families(text, node_type):  # "*TLR* genes", after the values ("*OMIM* diseases")
             found.append(SpottedConstraint(family.constraint, family.start, family.end))
             text.claim(family.start, family.end, "attribute")
-        for key, label in self._ranges[node_type]:
+        for key, label, offset in self._ranges[node_type]:
             if any(f.constraint.attribute == key for f in found):
                 continue
-            hit = self._comparison(text, label, key)
+            hit = self._comparison(text, label, key, offset)
             if hit is not None:
                 found.append(hit)
                 text.claim(hit.start, hit.end, "attribute")
@@ -297,7 +306,16 @@ class AttributeSpotter:
                     return SpottedConstraint(AttributeConstraint(self._symbol, key, "=", value), start, end)
         return None
 
-    def _comparison(self, text: QuestionText, label: tuple[str, ...], key: str) -> SpottedConstraint | None:
+    def _comparison(
+        self, text: QuestionText, label: tuple[str, ...], key: str, offset: int = 0
+    ) -> SpottedConstraint | None:
+        hit = self._compared(text, label, key)
+        if hit is None or not offset or not isinstance(value := hit.constraint.value, (int, float)):
+            return hit
+        shifted = AttributeConstraint(self._symbol, key, hit.constraint.op, value + offset)
+        return SpottedConstraint(shifted, hit.start, hit.end)
+
+    def _compared(self, text: QuestionText, label: tuple[str, ...], key: str) -> SpottedConstraint | None:
         words = [t.lower for t in text.tokens]
         for start in self._labels(text, label):
             # "<name> above 6.5" / "<name> of 2015" / "<name> 17" (a number right after the name: equality)

@@ -223,6 +223,7 @@ class EncoderParser:
         if leftover:
             parsed.text_constraints.append(" ".join(leftover))
         parsed.confidence = self._confidence(text, type_source, constants, parsed)
+        parsed.type_named = type_source in ("word", "synonym")
         return parsed
 
     def _confidence(

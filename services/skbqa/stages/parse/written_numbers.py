@@ -15,6 +15,7 @@ NUMBER_WORDS = {
 } | {"single": 1}
 # A count before what it counts with no comparison: "a *nonzero* corpus frequency" is more than none
 NONZERO_WORDS = frozenset({"nonzero", "non-zero", "positive"})
+NONE_WORDS = frozenset({"no", "without"})
 MAX_DIGITS = 100  # past this many digits it is no attribute value (and int() refuses more than 4,300)
 
 
@@ -42,7 +43,7 @@ def number_at(text: QuestionText, index: int) -> tuple[float | int, int] | None:
 
 def count_before(text: QuestionText, label_start: int) -> tuple[Literal["=", ">"], int, int] | None:
     """A count right before a label with no comparison word: ("=", n) for "*a single* word", "*two* binaries",
-    (">", 0) for "a *nonzero* frequency"; with the token where it starts."""
+    ("=", 0) for "*no* synonyms", "*without* aliases", (">", 0) for "a *nonzero* frequency"; with the token where it starts."""
     index = label_start - 1
     if index < 0 or not text.free(index, label_start):
         return None
@@ -53,6 +54,8 @@ def count_before(text: QuestionText, label_start: int) -> tuple[Literal["=", ">"
         if at >= 1 and words[at - 1 : at + 1] == ["non", "zero"] and text.free(at - 1, label_start):
             return ">", 0, at - 1
     word = words[index]
+    if word in NONE_WORDS:  # "*no* synonyms"
+        return "=", 0, index
     if word in NUMBER_WORDS:  # "a single word" keeps its article out of any name
         start = index - 1 if word == "single" and index > 0 and text.tokens[index - 1].lower == "a" else index
         return "=", NUMBER_WORDS[word], start

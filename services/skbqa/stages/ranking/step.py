@@ -62,8 +62,13 @@ class RankStep:
         confidence = parsed.confidence
         unsure = config.blend and confidence is not None and confidence < TRUST_PARSE and bool(grounded)
         wanted = config.k if unsure else config.k - len(grounded)
+        refuted = config.blend and confidence is not None and _refuted(parsed, scope)
+        if refuted:
+            query.notes["refuted"] = "the graph has no answer to this parse" + (
+                "" if parsed.type_named else ": the vector strand searches every type"
+            )
         # one pool for the pipeline's fill and for the rest of a longer list (MRR at depth 100)
-        pool = self._fill_pool(query, config, taken, max(wanted, k - len(grounded)))
+        pool = self._fill_pool(query, config, taken, max(wanted, k - len(grounded)), every_type=refuted)
         fill = self._named_last(pool.candidates(wanted, "vss"), parsed)
         for candidate in fill:
             candidate.evidence["strand"] = "vector fill (step 7)"
@@ -83,7 +88,9 @@ class RankStep:
         if len(more) < k - len(top) and pool.keys.size >= k - len(grounded):
             # the pool ran short of nodes outside the list (its own top were taken): search past them
             taken = np.asarray(sorted(listed), np.int64)
-            more = self._fill_pool(query, config, taken, k - len(top)).candidates(k - len(top), "vss")
+            more = self._fill_pool(query, config, taken, k - len(top), every_type=refuted).candidates(
+                k - len(top), "vss"
+            )
         for candidate in more:
             candidate.evidence["strand"] = "beyond the pipeline's k (step 7 order)"
         return top + more, len(top)
@@ -106,13 +113,18 @@ class RankStep:
         order = np.lexsort((scope.candidates, scope.levels))
         return [self._grounded(parsed, scope, int(i), 0.0, {}) for i in order[:limit]]
 
-    def _fill_pool(self, query: QueryContext, config: AfConfig, taken: np.ndarray, count: int) -> FusedPool:
-        """Step 7's pool from the predicted type (at least `count` nodes when the index has them), minus `taken`."""
+    def _fill_pool(
+        self, query: QueryContext, config: AfConfig, taken: np.ndarray, count: int, *, every_type: bool = False
+    ) -> FusedPool:
+        """Step 7's pool from the predicted type (at least `count` nodes when the index has them), minus `taken`.
+        `every_type`: the graph refuted the parse, so a type read off its relations is no better than a guess."""
         parsed = query.notes.get("parsed", {})
         type_code = self._type_codes.get(parsed.get("predicted_type") or parsed.get("target_type") or "")
         confidence = parsed.get("confidence")
         if config.blend and confidence is not None and confidence < TYPED_FILL_MIN:
             type_code = None  # the target type itself is a guess: search every type, as plain vector search does
+        if every_type and not parsed.get("type_named"):
+            type_code = None
         with query.stage("fill"):
             pool = fused_pool(
                 self._stores.bm25,
@@ -165,3 +177,9 @@ class RankStep:
         position = int(scope.candidates[i])
         evidence = grounded_evidence(self._stores, parsed, scope, position)
         return Candidate(position, score, "grounded", {"grounded": 1.0, **scores}, evidence)
+
+
+def _refuted(parsed: StructuredQuery, scope: ScopeResult | None) -> bool:
+    """The parse links the answer to named nodes and the graph has no node that fits it at any scope: some of its
+    constants, relations or its target type are wrong (which, it cannot tell)."""
+    return scope is not None and scope.grounded and not scope.candidates.size and bool(parsed.constants)
