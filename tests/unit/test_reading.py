@@ -94,7 +94,7 @@ def test_blend_weighs_the_strands_by_confidence(confidence: float, first_sources
 
 
 def test_every_switch_off_is_accepted_per_request(biomed_sample_engine: EmbeddedEngine) -> None:
-    options = {"head_noun": False, "chains": False, "typos": False, "blend": False}
+    options = {"head_noun": False, "chains": False, "typos": False, "blend": False, "relax": False}
     answer = biomed_sample_engine.ask(
         "Which genes are associated with preeclampsia?", strategy="af", options=options
     )

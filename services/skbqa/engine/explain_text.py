@@ -38,6 +38,9 @@ def print_explanation(result: Answer, out: Any = print) -> None:
             out(f"grounding: {scope['candidates']} candidates ({steps or scope['reason']})")
         else:
             out(f"grounding skipped: {scope['reason']}")
+    if "relaxed" in result.notes:
+        dropped = " / ".join(repr(n) for n in result.notes["relaxed"]["dropped"])
+        out(f"grounding: the graph has no answer with {dropped}; the answers above are read without it")
     if "refuted" in result.notes:
         out(f"ranking: {result.notes['refuted']}")
     if "blend" in result.notes:

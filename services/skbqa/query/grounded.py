@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from skbqa.query.structured import Triplet
+from skbqa.query.structured import StructuredQuery, Triplet
 
 EMPTY = np.zeros(0, np.int64)
 
@@ -68,3 +68,6 @@ class ScopeResult:
     # Parallel to `candidates`: the per-constant count with which each candidate was first grounded. Answers found
     # with the constants' best candidates are the focus; later ones come from widening the scope.
     levels: np.ndarray = field(default_factory=lambda: EMPTY)
+    # The parse these answers ground, when the graph had none for the parse as given and one constant was dropped
+    # (stages/grounding/relax.py): the later steps read it instead.
+    relaxed: StructuredQuery | None = None

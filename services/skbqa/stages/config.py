@@ -24,12 +24,12 @@ REQUEST_OPTIONS = (
     "text_weight",
     "tiered",
     *PASSED_ON,
-    *("head_noun", "chains", "typos", "blend"),
+    *("head_noun", "chains", "typos", "blend", "relax"),
 )
 # The encoder parser's newer reading mechanisms and the strands' blending, each a per-request switch (on by default).
 # All off reads questions as the first parser did (first type word, single edges, exact names, grounded answers
 # always first): the ablation baseline.
-READING_SWITCHES = ("head_noun", "chains", "typos", "blend")
+READING_SWITCHES = ("head_noun", "chains", "typos", "blend", "relax")
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,7 @@ class AfConfig:
     chains: bool = True  # step 3: chains through an unnamed node ("genes linked to a disease that …")
     typos: bool = True  # step 2: names written with a one-edit typo
     blend: bool = True  # steps 6–7: an unsure parse merges the grounded and vector strands by its confidence
+    relax: bool = True  # step 5: a parse the graph has no answer to is read without its least name-like constant
 
     @property
     def grounds(self) -> bool:

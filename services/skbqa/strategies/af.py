@@ -68,5 +68,6 @@ class AfStrategy:
         if config.grounds:
             ranked = self.symbols.run(query, parsed, config)
             scope = self.ground.run(query, parsed, ranked, config)
+            parsed = scope.relaxed or parsed  # the reading the graph answered
         candidates, head = self.rank.run(query, parsed, scope, config, k)
         return self.rerank.run(query, parsed, candidates, head, config)

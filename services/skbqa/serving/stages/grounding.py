@@ -45,6 +45,9 @@ class GroundingStage(StageBase):
             ranked = codec.symbol_sets_from_proto(message.symbol_sets)
             scope = self.runtime.af.ground.run(plan.af_query(query), parsed, ranked, plan.config)
             out.scope.CopyFrom(codec.scope_to_proto(scope))
+            if scope.relaxed is not None:  # the later stages read the parse the graph answered
+                parsed = scope.relaxed
+                out.parsed.CopyFrom(codec.query_to_proto(parsed))
             out.scope_set = True
             close_query(out, query)
             if message.stream_partial:

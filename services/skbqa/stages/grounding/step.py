@@ -9,6 +9,7 @@ from skbqa.query.context import QueryContext
 from skbqa.query.grounded import ScopeResult
 from skbqa.query.structured import StructuredQuery
 from skbqa.stages.config import AfConfig
+from skbqa.stages.grounding.relax import relaxations
 from skbqa.stages.grounding.scope import expand_scope
 from skbqa.stores.index import IndexStores
 
@@ -22,16 +23,9 @@ class GroundStep:
         self, query: QueryContext, parsed: StructuredQuery, ranked: dict[str, np.ndarray], config: AfConfig
     ) -> ScopeResult:
         with query.stage("ground"):
-            scope = expand_scope(
-                parsed,
-                ranked,
-                self._stores.graph,
-                node_types=self._stores.nodes.types,
-                type_codes=self._type_codes,
-                k=config.k,
-                l_max=config.l_max,
-                strict=config.strict,
-            )
+            scope = self._expand(parsed, ranked, config)
+            if config.relax and scope.grounded and not scope.candidates.size:
+                scope = self._relaxed(query, parsed, ranked, config) or scope
             target_set = ranked.get(parsed.target)
             target = parsed.symbols.get(parsed.target)
             if not scope.grounded and target_set is not None and target is not None and target.is_constant:
@@ -48,3 +42,28 @@ class GroundStep:
                     True, ordered, 0.0, 0, [], None, "attribute filters only", np.ones_like(ordered)
                 )
         return scope
+
+    def _expand(self, parsed: StructuredQuery, ranked: dict[str, np.ndarray], config: AfConfig) -> ScopeResult:
+        return expand_scope(
+            parsed,
+            ranked,
+            self._stores.graph,
+            node_types=self._stores.nodes.types,
+            type_codes=self._type_codes,
+            k=config.k,
+            l_max=config.l_max,
+            strict=config.strict,
+        )
+
+    def _relaxed(
+        self, query: QueryContext, parsed: StructuredQuery, ranked: dict[str, np.ndarray], config: AfConfig
+    ) -> ScopeResult | None:
+        """The grounding of the first reading without one constant that the graph answers (relax.py)."""
+        for dropped, reading in relaxations(parsed):
+            kept = {name: ranked[name] for name in reading.symbols if name in ranked}
+            scope = self._expand(reading, kept, config)
+            if scope.grounded and scope.candidates.size:
+                query.notes["relaxed"] = {"dropped": list(parsed.symbols[dropped].names)}
+                scope.relaxed = reading
+                return scope
+        return None

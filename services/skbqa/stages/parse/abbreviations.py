@@ -11,8 +11,9 @@ import re
 from collections.abc import Callable
 
 from skbqa.skb.schema import Schema
+from skbqa.stages.english import is_english
 from skbqa.stages.parse.question_text import FUNCTION_WORDS
-from skbqa.stages.parse.spelling import english_respelling, is_english
+from skbqa.stages.parse.spelling import english_respelling
 from skbqa.stages.parse.type_mentions import noun_lemma, plural
 
 MIN_ABBREVIATION = 3

@@ -18,13 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from skbqa.query.structured import AttributeConstraint, Operator
+from skbqa.stages.english import is_english
 from skbqa.stages.parse.abbreviations import abbreviates
 from skbqa.stages.parse.boolean_values import BooleanSpotter
 from skbqa.stages.parse.code_values import CodeValueSpotter
 from skbqa.stages.parse.family_prefixes import FamilyPrefixSpotter
 from skbqa.stages.parse.list_counts import OTHER_NAME_WORDS, counted_lists
 from skbqa.stages.parse.question_text import QuestionText, is_discourse_word
-from skbqa.stages.parse.spelling import is_english
 from skbqa.stages.parse.spotted import SpottedConstraint
 from skbqa.stages.parse.stated_affixes import AffixSpotter
 from skbqa.stages.parse.type_mentions import plural

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from skbqa.stages.english import word_classes
 from skbqa.stages.parse.chain_words import (
     INVERSE_WORDS,
     PLACEHOLDERS,
@@ -21,7 +22,7 @@ from skbqa.stages.parse.constants import Constant
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.relation_labels import EDGE_NAME, LABELLING_NOUN
 from skbqa.stages.parse.relations import stems
-from skbqa.stages.parse.spelling import reads_as_participle, word_classes
+from skbqa.stages.parse.spelling import reads_as_participle
 from skbqa.stages.parse.type_mentions import PREPOSITIONS, TypeMention, TypeVocabulary, noun_lemma
 from skbqa.stores.index import IndexStores
 

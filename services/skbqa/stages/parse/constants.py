@@ -12,13 +12,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from skbqa.query.context import QueryContext
+from skbqa.stages.english import is_english, word_classes
 from skbqa.stages.parse.chain_words import RELATING_PREPOSITIONS, RELATIVE_PRONOUNS
 from skbqa.stages.parse.modifier_words import COMPARATIVES, compared, only_a_modifier
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.relation_labels import RelationLabels
 from skbqa.stages.parse.relation_verbs import relates, stated_stems, states_a_relation
 from skbqa.stages.parse.relations import stems
-from skbqa.stages.parse.spelling import Speller, is_english, word_classes
+from skbqa.stages.parse.spelling import Speller
 from skbqa.stages.parse.type_descriptions import called_nouns
 from skbqa.stages.parse.type_mentions import QUESTION_WORDS, TypeVocabulary, noun_lemma
 from skbqa.stores.index import IndexStores

@@ -5,8 +5,8 @@ type word right before or after, or a preposition before, still makes them a nam
 
 from __future__ import annotations
 
+from skbqa.stages.english import word_classes
 from skbqa.stages.parse.question_text import QuestionText
-from skbqa.stages.parse.spelling import word_classes
 
 COMPARATIVES = frozenset({"more", "most", "fewer", "fewest", "less", "least"})
 # "the *same* as X", "*other* than X", "as *broad* as": a word between these is compared, not named

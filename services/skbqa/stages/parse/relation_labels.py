@@ -11,10 +11,10 @@ from typing import Protocol, TypeVar
 
 import numpy as np
 
+from skbqa.stages.english import is_english, word_classes
 from skbqa.stages.parse.chain_words import RELATIVE_PRONOUNS
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
 from skbqa.stages.parse.relations import stems
-from skbqa.stages.parse.spelling import is_english, word_classes
 from skbqa.stages.parse.type_mentions import noun_lemma
 from skbqa.stages.parse.type_synonyms import COPULAS
 from skbqa.stores.index import IndexStores

@@ -10,11 +10,12 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from skbqa.skb.schema import EdgeType
+from skbqa.stages.english import word_classes
 from skbqa.stages.parse.chain_words import RELATING_PREPOSITIONS, RELATIVE_PRONOUNS
 from skbqa.stages.parse.modifier_words import in_respect_of
 from skbqa.stages.parse.question_text import QuestionText
 from skbqa.stages.parse.relations import stems
-from skbqa.stages.parse.spelling import reads_as_participle, word_classes
+from skbqa.stages.parse.spelling import reads_as_participle
 from skbqa.stages.parse.type_synonyms import COPULAS
 
 # What a relation's verb is followed by when it relates: a preposition ("formed *from*"), or a degree adverb before

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 
-from skbqa.stages.parse.spelling import is_plain_verb, only_a_verb, reads_as_participle, word_classes
+from skbqa.stages.english import word_classes
+from skbqa.stages.parse.spelling import is_plain_verb, only_a_verb, reads_as_participle
 
 # Where a sentence or a clause set off by a dash ends.
 _SENTENCE_END = re.compile(r"[.;!?]\s+|\s[-–—]+\s")

@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from functools import lru_cache
 
+from skbqa.stages.english import is_english, word_classes
 from skbqa.stores.lexicon import NameLexicon
 
 MIN_WORD_CHARS = 5  # shorter words are too often another real word one edit away
@@ -59,14 +60,6 @@ def spelling_key(word: str) -> str:
 
 
 @lru_cache(maxsize=8192)
-def word_classes(word: str) -> frozenset[str]:
-    """The parts of speech lemminflect's English tables give the word ("NOUN", "VERB", …; none for an unknown)."""
-    from lemminflect import getAllLemmas
-
-    return frozenset(getAllLemmas(word))
-
-
-@lru_cache(maxsize=8192)
 def is_plain_verb(word: str) -> bool:
     """Whether English reads the word as a verb's plain present form ("hold", "provide"), as after a plural
     subject."""
@@ -96,11 +89,6 @@ def reads_as_participle(word: str) -> bool:
         word != lemma and word in getAllInflections(lemma, upos="VERB").get("VBN", ())
         for lemma in getAllLemmas(word)["VERB"]
     )
-
-
-def is_english(word: str) -> bool:
-    """Whether lemminflect's English tables know the word in any part of speech."""
-    return bool(word_classes(word))
 
 
 @lru_cache(maxsize=4096)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 
 from skbqa.skb.schema import Schema
+from skbqa.stages.english import word_classes
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
-from skbqa.stages.parse.spelling import word_classes
 from skbqa.stages.parse.type_mentions import noun_forms, noun_lemma
 
 # English nouns for what a record says of itself.

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from skbqa.skb.schema import Schema
+from skbqa.stages.english import word_classes
 from skbqa.stages.parse.question_text import QuestionText, is_discourse_word
-from skbqa.stages.parse.spelling import word_classes
 from skbqa.stages.parse.type_descriptions import agent_types, place_types
 from skbqa.stages.parse.type_mentions import ARTICLES, PREPOSITIONS, TypeMention, heads_question
 from skbqa.stages.parse.type_synonyms import COPULAS

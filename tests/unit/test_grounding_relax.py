@@ -1,0 +1,106 @@
+"""A parse the graph has no answer to is read again without its least name-like constant: an English word some node
+bears ("defined *using* …") goes before a name written as names are ("Canidae") or a multi-word one ("mammal
+genus"); the dropped constant's triplets go with it, and so does what only they linked to the answer. Over a small
+knowledge base of its own, through the af steps with a scripted parse."""
+
+from __future__ import annotations
+
+import pytest
+
+from skbqa.engine.embedded import EmbeddedEngine
+from skbqa.query.context import QueryContext
+from skbqa.query.structured import StructuredQuery, Symbol, Triplet
+from skbqa.stages.grounding.relax import name_likeness, relaxations, without
+from skbqa.strategies.af import AfStrategy
+from tests.helpers import engine_over
+from tests.unit.test_af_strategy import ScriptedParser
+
+SCHEMA = {
+    "name": "taxa",
+    "description": "animal taxa",
+    "node_types": [{"name": "taxon", "description": "A taxon: a group of organisms."}],
+    "edge_types": [
+        {
+            "name": "kind_of",
+            "source": "taxon",
+            "target": "taxon",
+            "description": "the taxon is a kind of the target",
+        },
+        {
+            "name": "member_of",
+            "source": "taxon",
+            "target": "taxon",
+            "description": "the taxon belongs to the target",
+        },
+    ],
+}
+TAXA = ["Canidae", "Canis", "Vulpes", "mammal genus", "using", "Felis"]
+NODES = [{"id": i, "type": "taxon", "name": n, "text": f"the taxon {n}", "attrs": {}} for i, n in enumerate(TAXA)]
+EDGES = [
+    *({"src": i, "type": "kind_of", "dst": 3} for i in (1, 2, 5)),
+    *({"src": i, "type": "member_of", "dst": 0} for i in (1, 2)),
+]
+
+
+def parse_with(using: bool) -> StructuredQuery:
+    symbols = {
+        "y": Symbol("y", "taxon"),
+        "c1": Symbol("c1", "taxon", ("mammal genus",)),
+        "c2": Symbol("c2", "taxon", ("Canidae",)),
+    }
+    triplets = [Triplet("y", "kind_of", "c1"), Triplet("y", "member_of", "c2")]
+    if using:  # "… defined *using* …": a word some node bears, read as a constant with an edge it does not have
+        symbols["c3"] = Symbol("c3", "taxon", ("using",))
+        triplets.append(Triplet("c3", "kind_of", "y"))
+    return StructuredQuery("y", symbols, triplets, confidence=0.85, type_named=True)
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory, onnx_encoder) -> EmbeddedEngine:
+    return engine_over(tmp_path_factory.mktemp("taxa"), onnx_encoder, SCHEMA, NODES, EDGES)
+
+
+def grounded_names(engine: EmbeddedEngine, parsed: StructuredQuery, **options: object) -> tuple[set[str], dict]:
+    strategy = AfStrategy(engine.stores, parser=ScriptedParser(parsed))
+    query = QueryContext("which taxa", engine.encoder, options=dict(options))
+    found = strategy.retrieve(query, 5)
+    names = engine.stores.nodes.names
+    return {names[c.position] for c in found if c.source == "grounded"}, query.notes
+
+
+def test_an_english_word_goes_before_names() -> None:
+    parsed = parse_with(using=True)
+    assert (
+        name_likeness(parsed.symbols["c3"])
+        < name_likeness(parsed.symbols["c1"])
+        < name_likeness(parsed.symbols["c2"])
+    )
+    assert [dropped for dropped, _ in relaxations(parsed)] == ["c3", "c1", "c2"]
+    assert name_likeness(Symbol("c", "taxon", ("using",), sense=("a way",))) > name_likeness(parsed.symbols["c2"])
+
+
+def test_what_only_the_dropped_constant_linked_goes_with_it() -> None:
+    symbols = {
+        "y": Symbol("y"),
+        "m": Symbol("m"),
+        "c1": Symbol("c1", None, ("a",)),
+        "c2": Symbol("c2", None, ("b",)),
+    }
+    parsed = StructuredQuery(
+        "y", symbols, [Triplet("y", "r", "c1"), Triplet("c1", "r", "m"), Triplet("y", "r", "c2")], confidence=0.8
+    )
+    reading = without(parsed, "c1")  # m was linked to the answer through c1 only
+    assert reading.triplets == [Triplet("y", "r", "c2")] and set(reading.symbols) == {"y", "c2"}
+    assert reading.confidence is not None and reading.confidence < 0.8
+    assert relaxations(without(parsed, "c2")) == []  # one constant left: nothing to relax
+
+
+def test_the_graph_answers_the_parse_without_the_english_word(engine: EmbeddedEngine) -> None:
+    answers, notes = grounded_names(engine, parse_with(using=True))
+    assert answers == {"Canis", "Vulpes"}
+    assert notes["relaxed"] == {"dropped": ["using"]}
+    # as the parse without it grounds
+    assert grounded_names(engine, parse_with(using=False))[0] == {"Canis", "Vulpes"}
+    # and with the switch off, the graph answers nothing
+    answers, notes = grounded_names(engine, parse_with(using=True), relax=False)
+    assert answers == set() and "relaxed" not in notes
