@@ -104,3 +104,28 @@ def test_the_graph_answers_the_parse_without_the_english_word(engine: EmbeddedEn
     # and with the switch off, the graph answers nothing
     answers, notes = grounded_names(engine, parse_with(using=True), relax=False)
     assert answers == set() and "relaxed" not in notes
+
+
+def test_the_stages_read_the_relaxed_parse_as_the_engine_does(engine: EmbeddedEngine) -> None:
+    """The grounding stage sends the reading the graph answered on to ranking and reranking: the five stage cores
+    chained give the embedded answer."""
+    from skbqa.serving.stages.core import ROLES, AnswerEnvelope, StageRuntime
+    from skbqa.serving.stages.registry import build_stage, run_stage
+    from skbqa.v1 import api_pb2
+    from tests.unit.test_stage_service import request
+
+    strategies = {**engine.strategies, "af": AfStrategy(engine.stores, parser=ScriptedParser(parse_with(using=True)))}
+    runtime = StageRuntime(engine.stores, engine.encoder, strategies)
+    cores = {role: build_stage(role, runtime) for role in ROLES}
+    current, answers = request("which taxa", k=5), []
+    for role in ROLES:
+        output = run_stage(cores[role], current)
+        answers += output.answers
+        if output.forward is None:
+            break
+        current = output.forward
+    final = [api_pb2.AskResponse.FromString(a.answer) for a in answers if a.kind == AnswerEnvelope.FINAL]
+    embedded = strategies["af"].retrieve(QueryContext("which taxa", engine.encoder), 5)
+    assert [i.node_id for i in final[0].items] == [int(engine.stores.nodes.ids[c.position]) for c in embedded[:5]]
+    grounded = {i.name for i in final[0].items if i.source == "grounded"}
+    assert grounded == {"Canis", "Vulpes"}  # found by the graph, through the relaxed reading
