@@ -5,6 +5,7 @@ knowledge base of its own, through the af steps with a scripted parse."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from skbqa.engine.embedded import EmbeddedEngine
@@ -114,7 +115,10 @@ def test_the_stages_read_the_relaxed_parse_as_the_engine_does(engine: EmbeddedEn
     from skbqa.v1 import api_pb2
     from tests.unit.test_stage_service import request
 
-    strategies = {**engine.strategies, "af": AfStrategy(engine.stores, parser=ScriptedParser(parse_with(using=True)))}
+    strategies = {
+        **engine.strategies,
+        "af": AfStrategy(engine.stores, parser=ScriptedParser(parse_with(using=True))),
+    }
     runtime = StageRuntime(engine.stores, engine.encoder, strategies)
     cores = {role: build_stage(role, runtime) for role in ROLES}
     current, answers = request("which taxa", k=5), []
@@ -129,3 +133,36 @@ def test_the_stages_read_the_relaxed_parse_as_the_engine_does(engine: EmbeddedEn
     assert [i.node_id for i in final[0].items] == [int(engine.stores.nodes.ids[c.position]) for c in embedded[:5]]
     grounded = {i.name for i in final[0].items if i.source == "grounded"}
     assert grounded == {"Canis", "Vulpes"}  # found by the graph, through the relaxed reading
+
+
+def test_among_equally_name_like_constants_the_reading_that_fits_the_graph_best_is_kept(
+    engine: EmbeddedEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two dictionary words, neither more name-like: the reading its constant's best-ranked nodes ground (found at
+    scope 1) beats one that needed the scope widened to 100, whichever was said first."""
+    from skbqa.query.grounded import ScopeResult
+    from skbqa.stages.config import AfConfig
+    from skbqa.stages.grounding.step import GroundStep
+
+    symbols = {
+        "y": Symbol("y", "taxon"),
+        "c1": Symbol("c1", "taxon", ("using",)),
+        "c2": Symbol("c2", "taxon", ("genus",)),
+    }
+    parsed = StructuredQuery("y", symbols, [Triplet("c1", "kind_of", "y"), Triplet("y", "kind_of", "c2")])
+    found = {  # the kept constant → the scope the graph answered at (nothing for the parse as given)
+        frozenset({"y", "c1", "c2"}): [(1.0, 0), (100.0, 0)],
+        frozenset({"y", "c2"}): [(1.0, 0), (100.0, 2)],  # without "using": only at the widest scope
+        frozenset({"y", "c1"}): [(1.0, 3)],  # without "genus": at once
+    }
+
+    def expand(self: GroundStep, reading: StructuredQuery, ranked: object, config: AfConfig) -> ScopeResult:
+        iterations = found[frozenset(reading.symbols)]
+        size = iterations[-1][1]
+        return ScopeResult(True, np.arange(size, dtype=np.int64), iterations[-1][0], 1, iterations, None)
+
+    monkeypatch.setattr(GroundStep, "_expand", expand)
+    query = QueryContext("which taxa", engine.encoder)
+    scope = GroundStep(engine.stores, {"taxon": 0}).run(query, parsed, {}, AfConfig())
+    assert scope.relaxed is not None and set(scope.relaxed.symbols) == {"y", "c1"}
+    assert query.notes["relaxed"] == {"dropped": ["genus"]}

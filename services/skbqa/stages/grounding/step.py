@@ -9,7 +9,7 @@ from skbqa.query.context import QueryContext
 from skbqa.query.grounded import ScopeResult
 from skbqa.query.structured import StructuredQuery
 from skbqa.stages.config import AfConfig
-from skbqa.stages.grounding.relax import relaxations
+from skbqa.stages.grounding.relax import name_likeness, relaxations
 from skbqa.stages.grounding.scope import expand_scope
 from skbqa.stores.index import IndexStores
 
@@ -58,12 +58,22 @@ class GroundStep:
     def _relaxed(
         self, query: QueryContext, parsed: StructuredQuery, ranked: dict[str, np.ndarray], config: AfConfig
     ) -> ScopeResult | None:
-        """The grounding of the first reading without one constant that the graph answers (relax.py)."""
-        for dropped, reading in relaxations(parsed):
+        """Of the readings without one constant that the graph answers, the one without the least name-like
+        constant; among equally name-like ones, the one the remaining constants' best-ranked nodes ground (the
+        smallest scope that found an answer): the reading that fits the graph best (relax.py)."""
+        best: tuple[tuple[int, float, int], str, ScopeResult, StructuredQuery] | None = None
+        for order, (dropped, reading) in enumerate(relaxations(parsed)):
             kept = {name: ranked[name] for name in reading.symbols if name in ranked}
             scope = self._expand(reading, kept, config)
-            if scope.grounded and scope.candidates.size:
-                query.notes["relaxed"] = {"dropped": list(parsed.symbols[dropped].names)}
-                scope.relaxed = reading
-                return scope
-        return None
+            if not (scope.grounded and scope.candidates.size):
+                continue
+            found_at = next((level for level, size in scope.iterations if size), 0.0)
+            key = (name_likeness(parsed.symbols[dropped]), found_at, order)
+            if best is None or key < best[0]:
+                best = (key, dropped, scope, reading)
+        if best is None:
+            return None
+        _, dropped, scope, reading = best
+        query.notes["relaxed"] = {"dropped": list(parsed.symbols[dropped].names)}
+        scope.relaxed = reading
+        return scope
