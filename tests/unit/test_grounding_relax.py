@@ -19,7 +19,10 @@ from tests.unit.test_af_strategy import ScriptedParser
 SCHEMA = {
     "name": "taxa",
     "description": "animal taxa",
-    "node_types": [{"name": "taxon", "description": "A taxon: a group of organisms."}],
+    "node_types": [
+        {"name": "taxon", "description": "A taxon: a group of organisms."},
+        {"name": "habitat", "description": "A place where organisms live."},
+    ],
     "edge_types": [
         {
             "name": "kind_of",
@@ -36,7 +39,10 @@ SCHEMA = {
     ],
 }
 TAXA = ["Canidae", "Canis", "Vulpes", "mammal genus", "using", "Felis"]
-NODES = [{"id": i, "type": "taxon", "name": n, "text": f"the taxon {n}", "attrs": {}} for i, n in enumerate(TAXA)]
+NODES = [
+    *({"id": i, "type": "taxon", "name": n, "text": f"the taxon {n}", "attrs": {}} for i, n in enumerate(TAXA)),
+    {"id": 10, "type": "habitat", "name": "forest", "text": "a forest: woodland where wolves and foxes live"},
+]
 EDGES = [
     *({"src": i, "type": "kind_of", "dst": 3} for i in (1, 2, 5)),
     *({"src": i, "type": "member_of", "dst": 0} for i in (1, 2)),
@@ -166,3 +172,27 @@ def test_among_equally_name_like_constants_the_reading_that_fits_the_graph_best_
     scope = GroundStep(engine.stores, {"taxon": 0}).run(query, parsed, {}, AfConfig())
     assert scope.relaxed is not None and set(scope.relaxed.symbols) == {"y", "c1"}
     assert query.notes["relaxed"] == {"dropped": ["genus"]}
+
+
+def test_a_type_read_off_a_refuted_parse_does_not_restrict_the_vector_strand(engine: EmbeddedEngine) -> None:
+    """The graph has no answer to the parse (no taxon is a member of a forest): a target type the question did
+    not name is no better than a guess, so the vector strand searches every type; a named one still holds."""
+    types = engine.stores.nodes
+
+    def fill_types(type_named: bool) -> tuple[set[str], dict]:
+        parsed = StructuredQuery(
+            "y",
+            {"y": Symbol("y", "taxon"), "c1": Symbol("c1", "habitat", ("forest",))},
+            [Triplet("y", "member_of", "c1")],
+            confidence=0.85,
+            type_named=type_named,
+        )
+        strategy = AfStrategy(engine.stores, parser=ScriptedParser(parsed))
+        query = QueryContext("forest where wolves live", engine.encoder)
+        found = strategy.retrieve(query, 7)
+        return {types.type_name(c.position) for c in found}, query.notes
+
+    guessed, notes = fill_types(type_named=False)
+    assert "habitat" in guessed and "every type" in notes["refuted"]
+    named, notes = fill_types(type_named=True)
+    assert named == {"taxon"} and "every type" not in notes["refuted"]

@@ -63,12 +63,14 @@ class RankStep:
         unsure = config.blend and confidence is not None and confidence < TRUST_PARSE and bool(grounded)
         wanted = config.k if unsure else config.k - len(grounded)
         refuted = config.blend and confidence is not None and _refuted(parsed, scope)
+        # a type read off the relations of a parse the graph refutes is no better than a guess
+        every_type = refuted and not parsed.type_named
         if refuted:
             query.notes["refuted"] = "the graph has no answer to this parse" + (
-                "" if parsed.type_named else ": the vector strand searches every type"
+                ": the vector strand searches every type" if every_type else ""
             )
         # one pool for the pipeline's fill and for the rest of a longer list (MRR at depth 100)
-        pool = self._fill_pool(query, config, taken, max(wanted, k - len(grounded)), every_type=refuted)
+        pool = self._fill_pool(query, config, taken, max(wanted, k - len(grounded)), every_type=every_type)
         fill = self._named_last(pool.candidates(wanted, "vss"), parsed)
         for candidate in fill:
             candidate.evidence["strand"] = "vector fill (step 7)"
@@ -88,7 +90,7 @@ class RankStep:
         if len(more) < k - len(top) and pool.keys.size >= k - len(grounded):
             # the pool ran short of nodes outside the list (its own top were taken): search past them
             taken = np.asarray(sorted(listed), np.int64)
-            more = self._fill_pool(query, config, taken, k - len(top), every_type=refuted).candidates(
+            more = self._fill_pool(query, config, taken, k - len(top), every_type=every_type).candidates(
                 k - len(top), "vss"
             )
         for candidate in more:
@@ -116,14 +118,14 @@ class RankStep:
     def _fill_pool(
         self, query: QueryContext, config: AfConfig, taken: np.ndarray, count: int, *, every_type: bool = False
     ) -> FusedPool:
-        """Step 7's pool from the predicted type (at least `count` nodes when the index has them), minus `taken`.
-        `every_type`: the graph refuted the parse, so a type read off its relations is no better than a guess."""
+        """Step 7's pool from the predicted type (at least `count` nodes when the index has them), minus `taken`;
+        from every type with `every_type`."""
         parsed = query.notes.get("parsed", {})
         type_code = self._type_codes.get(parsed.get("predicted_type") or parsed.get("target_type") or "")
         confidence = parsed.get("confidence")
         if config.blend and confidence is not None and confidence < TYPED_FILL_MIN:
             type_code = None  # the target type itself is a guess: search every type, as plain vector search does
-        if every_type and not parsed.get("type_named"):
+        if every_type:
             type_code = None
         with query.stage("fill"):
             pool = fused_pool(
