@@ -114,3 +114,19 @@ def parse_summary(parsed: StructuredQuery) -> dict[str, Any]:
         "warnings": list(parsed.warnings),
         "alternatives": len(parsed.alternatives),
     }
+
+
+def linked_to(target: str, triplets: list[Triplet]) -> set[str]:
+    """The symbols the triplets link to `target`, directly or through others (`target` included)."""
+    adjacency: dict[str, set[str]] = {}
+    for triplet in triplets:
+        adjacency.setdefault(triplet.head, set()).add(triplet.tail)
+        adjacency.setdefault(triplet.tail, set()).add(triplet.head)
+    seen = {target}
+    stack = [target]
+    while stack:
+        for nxt in adjacency.get(stack.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return seen

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from skbqa.query.structured import StructuredQuery, Symbol, Triplet
+from skbqa.query.structured import StructuredQuery, Symbol, linked_to
 from skbqa.stages.english import is_english
 
 SENSE_PINNED = 6  # a name the question qualifies by its sense ("kill, meaning 'cause to die'") outranks any other
@@ -52,7 +52,7 @@ def relaxations(parsed: StructuredQuery) -> list[tuple[str, StructuredQuery]]:
 def without(parsed: StructuredQuery, symbol: str) -> StructuredQuery:
     """The parse minus `symbol`, its triplets, and whatever they alone linked to the answer."""
     triplets = [t for t in parsed.triplets if symbol not in (t.head, t.tail)]
-    linked = _linked_to(parsed.target, triplets)
+    linked = linked_to(parsed.target, triplets)
     triplets = [t for t in triplets if t.head in linked and t.tail in linked]
     symbols = {n: s for n, s in parsed.symbols.items() if n in linked or n == parsed.target}
     confidence = None if parsed.confidence is None else round(parsed.confidence * RELAXED_SHARE, 4)
@@ -67,18 +67,6 @@ def without(parsed: StructuredQuery, symbol: str) -> StructuredQuery:
         ],
         confidence=confidence,
     )
-
-
-def _linked_to(target: str, triplets: list[Triplet]) -> set[str]:
-    linked = {target}
-    grew = True
-    while grew:
-        grew = False
-        for t in triplets:
-            if (t.head in linked) != (t.tail in linked):
-                linked |= {t.head, t.tail}
-                grew = True
-    return linked
 
 
 def _names(symbol: Symbol) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from skbqa.query.grounded import GroundingResult, ScopeResult
-from skbqa.query.structured import StructuredQuery
+from skbqa.query.structured import StructuredQuery, linked_to
 from skbqa.stages.grounding.algorithm import ground_triplets
 from skbqa.stages.grounding.sets import EMPTY
 from skbqa.stores.graph.base import GraphStore
@@ -25,20 +25,9 @@ def _grounding_component_has_constant(query: StructuredQuery, anchors: set[str] 
     """Whether the target is linked through triplets to a constant, or to one of `anchors` (otherwise the graph
     strand cannot focus)."""
     constants = {s.name for s in query.constants} if anchors is None else anchors
-    adjacency: dict[str, set[str]] = {}
-    for tp in query.triplets:
-        adjacency.setdefault(tp.head, set()).add(tp.tail)
-        adjacency.setdefault(tp.tail, set()).add(tp.head)
-    if query.target not in adjacency:
+    if not any(query.target in (t.head, t.tail) for t in query.triplets):
         return False
-    seen = {query.target}
-    stack = [query.target]
-    while stack:
-        for nxt in adjacency[stack.pop()]:
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
-    return bool(seen & constants)
+    return bool(linked_to(query.target, query.triplets) & constants)
 
 
 def expand_scope(
