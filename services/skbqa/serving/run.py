@@ -111,9 +111,9 @@ def watch_health(server: RunningServer, probe: Callable[[], str], *, interval_s:
 
 
 def takes_changes(settings: ServiceSettings) -> bool:
-    """Live updates reach the index's own stores; Milvus, NebulaGraph and Ray Serve copies of them do not follow
-    yet, so a server using those serves its index as loaded."""
-    return settings.vectors_url is None and settings.graph_url is None and settings.ray_address is None
+    """Live updates reach the index's own stores; Milvus and NebulaGraph copies of them do not follow yet, so a
+    server using those serves its index as loaded. (Ray Serve's reranker replicas follow: stages/rerank/ray_serve.)"""
+    return settings.vectors_url is None and settings.graph_url is None
 
 
 def start_embedded(
@@ -136,7 +136,7 @@ def start_embedded(
             settings.index,
             runtime.encoder,
             backend,
-            lambda: LocalPipeline(build_runtime(settings, runtime.encoder)),
+            lambda: LocalPipeline(build_runtime(settings, runtime.encoder, served=runtime)),
             encoder_url=settings.encoder_url,
         )
     servicer = _api_servicer(settings, backend, "embedded", live)
@@ -216,7 +216,7 @@ def start_stage(
     # live updates: this replica opens each new version the updater folds in, and says which one it serves
     versions = VersionedCores(
         core,
-        lambda: build_stage(role, build_runtime(settings, runtime.encoder)),
+        lambda: build_stage(role, build_runtime(settings, runtime.encoder, served=runtime)),
         index=settings.index,
         role=role,
         follows=takes_changes(settings),
