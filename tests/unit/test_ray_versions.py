@@ -237,6 +237,38 @@ def test_a_new_versions_rerankers_share_the_served_ones_ray_path(monkeypatch: py
         one.close()
 
 
+def test_a_reranker_stage_opening_a_new_version_reranks_it_on_the_same_ray_path(
+    index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `start_stage` and `start_embedded` build per version: `build_runtime(..., served=...)`."""
+    attached: list[Any] = []
+    monkeypatch.setattr(runtime, "attach_ray", lambda settings, rerankers: attached.append(rerankers))
+    settings = ServiceSettings(index=index, role="reranker", ray_address="local")
+    first = runtime.build_runtime(settings, HashingEncoder())
+    _change(index)
+    second = runtime.build_runtime(settings, first.encoder, served=first)
+    one, two = first.af.rerank.rerankers["local"], second.af.rerank.rerankers["local"]
+    assert isinstance(one, RayOrInProcess) and isinstance(two, RayOrInProcess)
+    assert (one.kb_version, two.kb_version) == (0, 1)
+    assert _wait_until(lambda: len(attached) == 1, 2.0)
+    time.sleep(0.1)
+    assert len(attached) == 1  # the new version attached nothing of its own
+    core = RerankerCore(index, RayRerankerSettings("local"), encoder=HashingEncoder())  # a replica already at 1
+    try:
+        one.attach(RayServeReranker(InProcessHandle(core), "local", timeout_s=5.0))
+        assert _wait_until(lambda: two.on_ray)
+        candidates = _candidates(second.stores)
+        outcome = two.rerank(QueryContext(QUESTION, HashingEncoder()), None, candidates)
+        assert outcome.degraded == ""  # on Ray, at version 1
+        assert [(c.position, c.scores) for c in outcome.candidates] == _in_process(second.stores, candidates)
+        assert (
+            "version 1, this request at 0"
+            in one.rerank(QueryContext(QUESTION, HashingEncoder()), None, _candidates(first.stores)).degraded
+        )  # the replica opened after the change holds only 1: version 0's answer stays in process
+    finally:
+        one.close()
+
+
 def test_servers_on_ray_take_changes_and_nebula_ones_do_not() -> None:
     index = Path("unused")
     assert run.takes_changes(ServiceSettings(index=index, ray_address="local"))
