@@ -22,7 +22,6 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -34,17 +33,20 @@ from skbqa.models.index_encoder import encoder_for_index
 from skbqa.query.encoder import Encoder
 from skbqa.skb.model import SKB, lookup_positions
 from skbqa.stores.graph.csr import CsrGraph
-from skbqa.stores.index import EMBEDDING_SETS, load_exact_vectors, read_manifest, verify_files, work_prefix
+from skbqa.stores.index import (
+    EMBEDDING_SETS,
+    kb_version,
+    load_exact_vectors,
+    read_manifest,
+    verify_files,
+    work_prefix,
+)
 from skbqa.stores.lexicon import LEXICON_FILE
 from skbqa.stores.nodes import NodeTable
 
 CARRIED_OVER = ("grape",)  # directories a new snapshot keeps as they are
 CHILD_NICENESS = 10
 PR_SET_PDEATHSIG = 1  # prctl(2)
-
-
-def kb_version(manifest: dict[str, Any]) -> int:
-    return int(manifest.get("kb_version", 0))
 
 
 @dataclass

@@ -308,3 +308,8 @@ def _is_zombie(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rfind(")") + 2 :][:1] in ("Z", "X")
+
+
+def kb_version(manifest: dict[str, Any]) -> int:
+    """The knowledge-base version an index's manifest is at (0: as ingested; each folded batch of changes +1)."""
+    return int(manifest.get("kb_version", 0))

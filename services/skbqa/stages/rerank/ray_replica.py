@@ -1,0 +1,266 @@
+"""What one replica of the reranker app runs, free of Ray (so it can be tested and profiled in process): its
+settings, and `RerankerCore`, which answers a request only at the knowledge-base version the request was computed
+at (`ray_serve` deploys it; `ray_wire` is the wire format)."""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skbqa.common.errors import InvalidInputError, clip
+from skbqa.models.chat import ChatModel
+from skbqa.models.openai_chat import LlmSettings
+from skbqa.query.context import Candidate, QueryContext
+from skbqa.query.encoder import Encoder
+from skbqa.stages.rerank.base import Reranker
+from skbqa.stages.rerank.ray_wire import RerankRequest, RerankResponse, added_scores, input_order
+from skbqa.stages.rerank.registry import LLM_RERANKERS, RERANKERS, RerankerSettings, build_reranker
+from skbqa.stores.index import IndexStores, kb_version, open_index
+
+logger = logging.getLogger(__name__)
+
+APP_NAME = "skbqa-reranker"
+
+BATCH_HISTORY = 1024  # batch sizes a replica remembers for describe(); enough to see batching, bounded memory
+# A replica keeps the version it served before a reopen this long, for callers still at it (as a stage replica
+# does, serving/stage_versions.py), and tries a reopen at most this often (the request's version may not be on
+# its volume yet).
+KEEP_PREVIOUS_S = 30.0
+REOPEN_EVERY_S = 1.0
+
+
+@dataclass(frozen=True)
+class RayRerankerSettings:
+    reranker: str = "local"  # a name build_reranker knows: none, local, pointwise, listwise, pairwise
+    num_replicas: int = 1
+    max_batch_size: int = 8
+    batch_wait_timeout_s: float = 0.01
+    # Batches a replica runs at once. 1 = the next batch fills while one runs (best for CPU-bound rerankers);
+    # more lets an LLM reranker's fast requests overtake a batch held up by one slow request.
+    max_concurrent_batches: int = 1
+    num_cpus: float = 1.0  # ray_actor_options per replica
+    # Requests a replica accepts at once; None = (max_concurrent_batches + 1) × max_batch_size, so a full batch
+    # can queue while the running ones finish (Serve's default of 5 would cap every batch at 5).
+    max_ongoing_requests: int | None = None
+    # Requests of one batch run at once; None = 1 for none/local (CPU-bound: threads would only contend for
+    # the GIL) and max_batch_size for the LLM rerankers (they wait on the network).
+    batch_concurrency: int | None = None
+    encoder_threads: int = 1  # the replica's question encoder; one per CPU the replica reserves is plenty
+    rerank: RerankerSettings = field(default_factory=RerankerSettings)
+    app_name: str = APP_NAME
+
+    def validated(self) -> RayRerankerSettings:
+        if self.reranker not in RERANKERS:
+            raise InvalidInputError(f"unknown reranker {self.reranker!r}; available: {', '.join(RERANKERS)}")
+        for what in ("num_replicas", "max_batch_size", "max_concurrent_batches", "encoder_threads"):
+            _at_least_one(what, getattr(self, what))
+        # The derived ones after the fields they default from, which are now known to be integers.
+        _at_least_one("max_ongoing_requests", self.ongoing_requests)
+        _at_least_one("batch_concurrency", self.concurrency)
+        if not math.isfinite(self.batch_wait_timeout_s) or self.batch_wait_timeout_s < 0:
+            raise InvalidInputError(f"batch_wait_timeout_s must be >= 0, got {self.batch_wait_timeout_s!r}")
+        if not math.isfinite(self.num_cpus) or self.num_cpus < 0:
+            raise InvalidInputError(f"num_cpus must be >= 0, got {self.num_cpus!r}")
+        if not self.app_name:
+            raise InvalidInputError("app_name must not be empty")
+        return self
+
+    @property
+    def ongoing_requests(self) -> int:
+        if self.max_ongoing_requests is not None:
+            return self.max_ongoing_requests
+        return (self.max_concurrent_batches + 1) * self.max_batch_size
+
+    @property
+    def concurrency(self) -> int:
+        if self.batch_concurrency is not None:
+            return self.batch_concurrency
+        return self.max_batch_size if self.reranker in LLM_RERANKERS else 1
+
+
+def _at_least_one(what: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInputError(f"{what} must be an integer of at least 1, got {clip(repr(value))}")
+
+
+# ------------------------------------------------------------------------------------------------ replica side
+
+
+class RerankerCore:
+    """What one replica runs, free of Ray (so it can be tested and profiled in process).
+
+    Follows the knowledge base's versions: it answers a request at the version the request names
+    (`RerankRequest.kb_version`) or not at all — a reply of another version, in the input order, that the caller
+    does not use. A request at a newer version than the one served starts a reopen of `index_dir` in the
+    background (at most one at a time, and one try per `REOPEN_EVERY_S`); the new snapshot is served from then on
+    and the previous one is kept `KEEP_PREVIOUS_S` for callers still at it."""
+
+    def __init__(
+        self,
+        index_dir: Path | str,
+        settings: RayRerankerSettings,
+        llm: LlmSettings | None = None,
+        *,
+        encoder: Encoder | None = None,
+        chat: ChatModel | None = None,
+    ) -> None:
+        from skbqa.models.local_encoder import encoder_from_name
+
+        self.settings = settings.validated()
+        self._index_dir = Path(index_dir)
+        stores = open_index(index_dir)
+        self._built_with = stores.manifest.get("encoder", {}).get("name", "")
+        self.encoder: Encoder = encoder or encoder_from_name(self._built_with, threads=settings.encoder_threads)
+        if chat is None and settings.reranker in LLM_RERANKERS:
+            chat = _chat_model(llm)
+        self._chat = chat
+        self.version = kb_version(stores.manifest)
+        self._served: dict[int, tuple[IndexStores, Reranker]] = {self.version: (stores, self._build(stores))}
+        self._retire_at: dict[int, float] = {}
+        self._reopening: threading.Thread | None = None
+        self._last_reopen = -math.inf
+        self.last_error = ""
+        self._lock = threading.Lock()
+        self._batches: deque[int] = deque(maxlen=BATCH_HISTORY)
+        self._requests = 0
+
+    @property
+    def stores(self) -> IndexStores:
+        return self._served[self.version][0]
+
+    @property
+    def reranker(self) -> Reranker:
+        return self._served[self.version][1]
+
+    def _build(self, stores: IndexStores) -> Reranker:
+        return build_reranker(self.settings.reranker, stores, self._chat, self.settings.rerank)
+
+    def warm(self) -> RerankerCore:
+        """Load the encoder now: readiness then means the first request pays no model load."""
+        self.encoder.encode(["warm up"])
+        return self
+
+    def rerank_batch(self, requests: Sequence[RerankRequest]) -> list[RerankResponse]:
+        with self._lock:
+            self._batches.append(len(requests))
+            self._requests += len(requests)
+        workers = min(self.settings.concurrency, len(requests))
+        if workers <= 1:
+            return [self.rerank_one(r) for r in requests]
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rerank-batch") as pool:
+            return list(pool.map(self.rerank_one, requests))
+
+    def rerank_one(self, request: RerankRequest) -> RerankResponse:
+        """One request; never raises, so one bad request cannot fail the others of its batch."""
+        wanted = getattr(request, "kb_version", None)  # a caller older than versions sends none
+        at, reranker = self._reranker_at(wanted)
+        if reranker is None:
+            return input_order(
+                request, f"replica serves knowledge-base version {at}, not {wanted}; not reranked", kb_version=at
+            )
+        try:
+            candidates = [Candidate(p, s, src, dict(sc), dict(ev)) for p, s, src, sc, ev in request.candidates]
+            query = QueryContext(request.question, self.encoder, options=dict(request.options))
+            outcome = reranker.rerank(query, request.parsed, candidates)
+        except InvalidInputError as exc:
+            return RerankResponse([c[0] for c in request.candidates], invalid_input=str(exc), kb_version=at)
+        except Exception as exc:  # the contract: a failing reranker leaves the input order and says why
+            logger.exception("rerank failed")
+            return input_order(request, f"replica error: {type(exc).__name__}: {exc}", kb_version=at)
+        return RerankResponse(
+            [c.position for c in outcome.candidates],
+            added_scores(request.candidates, outcome.candidates),
+            outcome.note,
+            dict(outcome.usage),
+            dict(query.timings),
+            kb_version=at,
+        )
+
+    # ------------------------------------------------------------------------------------------ versions
+
+    def _reranker_at(self, wanted: int | None) -> tuple[int, Reranker | None]:
+        """(the version answered at, its reranker), or (the version served, None) when `wanted` is not held;
+        a newer one is then opened in the background."""
+        with self._lock:
+            now = time.monotonic()
+            for version, when in list(self._retire_at.items()):
+                if when <= now:
+                    self._served.pop(version, None)
+                    del self._retire_at[version]
+            if wanted is None:
+                wanted = self.version
+            held = self._served.get(wanted)
+            if held is not None:
+                return wanted, held[1]
+            current = self.version
+            newer = wanted > current and self._reopening is None and now - self._last_reopen >= REOPEN_EVERY_S
+            if newer:
+                self._last_reopen = now
+                self._reopening = threading.Thread(target=self.reopen, name="reranker-reopen", daemon=True)
+                self._reopening.start()
+        return current, None
+
+    def reopen(self) -> int:
+        """Open the index as it is now and serve it if it is newer; returns the version served after. Errors
+        (e.g. the index read while a fold renamed it) are logged and kept in `last_error`: a later request at
+        the new version tries again."""
+        try:
+            stores = open_index(self._index_dir)
+            version = kb_version(stores.manifest)
+            built_with = stores.manifest.get("encoder", {}).get("name", "")
+            if built_with != self._built_with:
+                raise InvalidInputError(
+                    f"version {version} of the index was built with encoder {built_with!r}, this replica "
+                    f"encodes with {self._built_with!r}; redeploy the app"
+                )
+            if version > self.version:
+                reranker = self._build(stores)
+                with self._lock:
+                    self._retire_at[self.version] = time.monotonic() + KEEP_PREVIOUS_S
+                    self._served[version] = (stores, reranker)
+                    self.version = version
+                logger.info("reranker replica: serving knowledge-base version %d", version)
+            self.last_error = ""
+        except Exception as exc:
+            self.last_error = f"{type(exc).__name__}: {exc}"[:300]
+            logger.warning("reranker replica: opening the index's new version failed: %s", self.last_error)
+        finally:
+            with self._lock:
+                self._reopening = None
+        return self.version
+
+    def describe(self) -> dict[str, Any]:
+        """For observability and tests: what this replica runs and the batch sizes it has seen."""
+        with self._lock:
+            batches = list(self._batches)
+            requests = self._requests
+            versions = sorted(self._served)
+        return {
+            "pid": os.getpid(),
+            "reranker": self.reranker.name,
+            "encoder": self.encoder.name,
+            "index": str(self.stores.directory),
+            "kb_version": self.version,
+            "kb_versions": versions,
+            "max_batch_size": self.settings.max_batch_size,
+            "batch_wait_timeout_s": self.settings.batch_wait_timeout_s,
+            "max_concurrent_batches": self.settings.max_concurrent_batches,
+            "batch_concurrency": self.settings.concurrency,
+            "batch_sizes": batches,
+            "requests": requests,
+        }
+
+
+def _chat_model(llm: LlmSettings | None) -> ChatModel:
+    from skbqa.models.openai_chat import OpenAIChatModel
+
+    return OpenAIChatModel.from_settings(llm) if llm is not None else OpenAIChatModel.from_env()
