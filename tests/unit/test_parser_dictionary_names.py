@@ -26,7 +26,7 @@ SCHEMA = {
         {"name": "kind_of", "source": "noun_sense", "target": "noun_sense",
          "description": "Hypernymy: the sense is a kind of the target sense, a more specific meaning of it"},
         {"name": "part_of", "source": "noun_sense", "target": "noun_sense",
-         "description": "Meronymy: the sense is a part of the target sense"},
+         "description": "Meronymy: the sense is a part of the target sense, it belongs to it"},
         {"name": "derivationally_related", "source": "noun_sense", "target": "verb_sense",
          "description": "Derivation: the sense shares a word root with the target sense"},
         {"name": "antonym_of", "source": "adverb_sense", "target": "adverb_sense",
@@ -53,6 +53,7 @@ SENSES = [
     (17, "adverb_sense", "generously", "in a generous manner"),
     (18, "verb_sense", "share", "have in common"),
     (19, "noun_sense", "root", "the part of a plant below the ground"),
+    (20, "verb_sense", "belong to", "be a part or member of something"),
 ]
 NODES = [{"id": i, "type": t, "name": n, "text": g} for i, t, n, g in SENSES]
 EDGES = [
@@ -101,6 +102,13 @@ def test_words_of_a_relation_are_no_constants(engine: EmbeddedEngine, question: 
     parsed = parse(engine, question)
     assert len(names(parsed)) == 1
     assert edges(parsed) == {edge}
+
+
+def test_a_verb_after_and_is_a_second_relation_of_the_answer(engine: EmbeddedEngine) -> None:
+    # "belong" is a verb sense's name, and English knows it only as a verb: after "and", before "to", it is the
+    # answer's second relation ("*and belong to* car"), where "and swelling of" could have been a second name
+    parsed = parse(engine, "which terms are kinds of vehicle and belong to car")
+    assert names(parsed) == [("vehicle",), ("car",)]
 
 
 def test_an_adverb_after_a_preposition_is_a_name(engine: EmbeddedEngine) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from skbqa.stages.parse.question_text import FUNCTION_WORDS
+from skbqa.stages.parse.question_text import FUNCTION_WORDS, is_discourse_word
 from skbqa.stages.parse.type_mentions import noun_lemma, unknown_word_lemma
 
 # The broader or containing end of a relation, in English: "parents of X", "processes containing X".
@@ -195,3 +195,22 @@ def nominal_subject(words_before: Sequence[str], names_edge: Callable[[str], boo
     patient = not noun.endswith(AGENT_NOUN_SUFFIXES)
     # "the *reverse* dependencies of X": the other way round
     return patient != (len(words) > 2 and words[-3] in REVERSING_WORDS)
+
+
+_BE_ADVERBS = frozenset({"also", "all", "both", "each", "themselves", "itself", "really", "actually"})
+_BE = frozenset({"is", "are", "was", "were"})
+
+
+def copula_of_the_answer(left: Sequence[str], same_type: bool) -> bool:
+    """Whether the words before a hierarchy phrase end in a form of "be" that is the answer's ("what things *are* a
+    kind of X": the answer is that narrower node), not that of a node the words introduced ("… as *a word that
+    is* the opposite of X": the phrase starts at "a", where a cut is tried too; "take *a thing that is* a type of
+    X" introduces nothing the answer could be said of)."""
+    last = [w for w in left if w not in _BE_ADVERBS]
+    if not last or last[-1] not in _BE:
+        return False
+    start = max((k for k, w in enumerate(left) if w in INDEFINITE), default=-1)
+    if start <= 0:
+        return True
+    asked = [w for w in content_words(left[:start]) if not is_discourse_word(w)]
+    return bool(asked) or not same_type

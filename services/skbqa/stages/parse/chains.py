@@ -29,6 +29,7 @@ from skbqa.stages.parse.chain_words import (
     RELATING_PREPOSITIONS,
     RELATIVE_PRONOUNS,
     content_words,
+    copula_of_the_answer,
     far_is_subject,
     is_level_noun,
     names_narrower,
@@ -36,7 +37,16 @@ from skbqa.stages.parse.chain_words import (
     shares_the_node,
 )
 from skbqa.stages.parse.question_text import is_discourse_word
-from skbqa.stages.parse.relations import PLAIN_EDGE_BONUS, Hop, RelationOption, edge_text, is_plain, stems
+from skbqa.stages.parse.relations import (
+    PLAIN_EDGE_BONUS,
+    Hop,
+    RelationOption,
+    edge_text,
+    is_plain,
+    shared_weight,
+    stem_weights,
+    stems,
+)
 from skbqa.stages.parse.type_mentions import TypeMention, noun_lemma
 from skbqa.stores.graph.base import Direction, GraphStore
 
@@ -70,6 +80,7 @@ class ChainReader:
         # edge: "located in *a component* of X" names a hierarchy hop, not the answer's edge twice.
         type_stems = set().union(*(stems(t.name.replace("_", " ")) for t in schema.node_types))
         self._edge_stems = {id(e): stems(edge_text(e)) - type_stems for e in self._edges}
+        self._stem_weights = stem_weights(self._edges)
         self._edge_vectors: dict[int, np.ndarray] | None = None
         self._taxonomies: dict[str, str | None] | None = None
 
@@ -103,7 +114,8 @@ class ChainReader:
         content = content_words(words)
         if not content:
             return 0.0, 0.0
-        lexical = len(stems(" ".join(content)) & self._edge_stems[id(edge)]) / len(content)
+        shared = shared_weight(stems(" ".join(content)), self._edge_stems[id(edge)], self._stem_weights)
+        lexical = shared / len(content)
         cosine = float(self._vectors()[id(edge)] @ vector) if vector is not None else 0.0
         return lexical, cosine
 
@@ -245,13 +257,17 @@ class ChainReader:
             return best
         same_type = constant_type == target_type
         whole = encode.get(" ".join(before))
-        single = max((self.score(before, e, whole) for e in self.between(target_type, constant_type)), default=0.0)
+        singles = {e.name: self.score(before, e, whole) for e in self.between(target_type, constant_type)}
         for cut in range(1, len(before)):
             left, right = before[:cut], before[cut:]
             # of the answer's own type, the rest must say something besides the request ("*list* the subtypes …")
             asked = [w for w in content_words(left) if not is_discourse_word(w)]
             if right[0] not in INDEFINITE or not content_words(right) or (same_type and not asked):
                 continue  # an unnamed node is introduced as one: "located in *a part of* X", not "take part in X"
+            if not set(right) & (RELATING_PREPOSITIONS | RELATIVE_PRONOUNS):
+                continue  # "belong to *the region* Wales": a noun that labels the name, not a node before it
+            if copula_of_the_answer(left, same_type):
+                continue  # "what things *are a kind of* X": the answer is that narrower node, one edge from X
             right_vector = encode.get(" ".join(right))
             hierarchy = self._hierarchy_hops(
                 right, constant_type, target_type, right_vector, graph, constant_nodes
@@ -267,6 +283,9 @@ class ChainReader:
             # narrower node outright ("show *a subtype of* X"): then the rest only chooses among the edges.
             named = narrower_tail(right) == len(right)
             score = hierarchy[0][0] + to_answer[0][0]
+            # a single edge the whole clause reads best only through the hierarchy's own words ("… a word that is
+            # *the opposite of* X") is no rival: the rest is measured against every other edge
+            single = max((v for k, v in singles.items() if k != hierarchy[0][1].edge.name), default=0.0)
             if (named or to_answer[0][0] >= single - HIERARCHY_MARGIN) and (best is None or score > best.score):
                 answer_hop = to_answer[0][1]
                 if named and _close(to_answer):  # the hierarchy hop stays exact; the answer's edge is any of them

@@ -52,6 +52,46 @@ CUES: tuple[tuple[str, ...], ...] = tuple(
 )
 
 
+# A cue by its grammar rather than its wording: a verb of a record's text with what it is done with ("*defined
+# using the word* X", "*glossed with* X"), a verb of saying or containing before a noun for words ("*uses the term*
+# X"), or after the answer's own text already named ("whose gloss *says* X").
+TEXT_VERBS = frozenset(
+    {"define", "defines", "defined", "defining", "describe", "describes", "described", "describing", "explain",
+     "explains", "explained", "gloss", "glossed", "summarize", "summarizes", "summarized", "summarise",
+     "summarised", "worded", "phrased"}
+)  # fmt: skip
+SAYING_VERBS = frozenset(
+    {"mention", "mentions", "mentioned", "mentioning", "say", "says", "said", "saying", "contain", "contains",
+     "contained", "containing", "include", "includes", "including", "use", "uses", "used", "using", "feature",
+     "features", "read", "reads", "cite", "cites"}
+)  # fmt: skip
+WORD_NOUNS = frozenset(
+    {"word", "words", "term", "terms", "phrase", "phrases", "keyword", "keywords", "expression"}
+)
+TEXT_VERB_LINKS = frozenset({"with", "using", "by", "through"})
+_ARTICLES = frozenset({"the", "a", "an"})
+TEXT_FIELD = "cue"  # how `text_fields` claims a phrase naming the answer's own text ("whose gloss")
+
+
+def grammar_cue(text: QuestionText, words: list[str], i: int) -> int:
+    """The number of words of a cue starting at `i` by the grammar above (0: none)."""
+    j = i + 1
+    if words[i] in TEXT_VERBS:
+        if j >= len(words) or words[j] not in TEXT_VERB_LINKS:
+            return 0  # "a term *defined* in X" says where, not what words
+        j += 1
+    elif words[i] in SAYING_VERBS:
+        if i > 0 and text.claimed[i - 1] == TEXT_FIELD:
+            return 1
+    else:
+        return 0
+    if j < len(words) and words[j] in _ARTICLES:
+        j += 1
+    if j < len(words) and words[j] in WORD_NOUNS:
+        return j + 1 - i
+    return j - i if words[i] in TEXT_VERBS else 0
+
+
 # Cues that may also introduce a relation ("papers about <a field>"): their span becomes a constant instead when
 # it is exactly the name of a node the answer can be related to; the caller decides (`weak`).
 WEAK_CUES = frozenset(tuple(c.split()) for c in ("about", "related to", "connected with", "dealing with"))
@@ -81,10 +121,11 @@ def claim_text_cues(
         )
         if matched is not None and matched in WEAK_CUES and i > 0 and says_an_edge([words[i - 1], words[i]]):
             matched = None
-        if matched is None:
+        length = len(matched) if matched is not None else grammar_cue(text, words, i)
+        if not length or not text.free(i, i + length):
             i += 1
             continue
-        body_start = i + len(matched)
+        body_start = i + length
         body_end = body_start
         while (
             body_end < len(words)
@@ -97,7 +138,8 @@ def claim_text_cues(
             text.claim(i, body_start, "cue")
             i = body_start
             continue
-        found.append(TextCue(text.span_text(body_start, body_end), i, body_end, body_start, matched in WEAK_CUES))
+        weak = matched is not None and matched in WEAK_CUES
+        found.append(TextCue(text.span_text(body_start, body_end), i, body_end, body_start, weak))
         text.claim(i, body_end, "text")
         i = body_end
     return found

@@ -133,7 +133,14 @@ class RelationLabels:
             and not subject
             and (before[0] in RELATIVE_PRONOUNS or noun_lemma(before[0]) not in (None, before[0]))
         )
-        opens = bool(before) and (before[0] in LINKING_VERBS or before[0] in RELATIVE_PRONOUNS or verb_slot)
+        # "types of X *and belong to* Y": a word English knows only as a verb, after "and", starts a second verb
+        # phrase of the answer's ("*and cough*" or "*and swelling* of" may be a second name)
+        coordinated = (
+            bool(before) and before[0] in COORDINATORS and is_verb and "NOUN" not in word_classes(content[0])
+        )
+        opens = bool(before) and (
+            before[0] in LINKING_VERBS or before[0] in RELATIVE_PRONOUNS or verb_slot or coordinated
+        )
         leads = bool(after) and after[0] in RELATION_PREPOSITIONS and not text.boundary_before(constant.end)
         return verb_slot or (opens and (leads or words[-1] in RELATION_PREPOSITIONS))
 

@@ -58,6 +58,7 @@ def relates(text: QuestionText, index: int, relation_stems: set[str]) -> bool:
     after = text.tokens[index + 1].lower if index + 1 < len(text) and not text.boundary_before(index + 1) else ""
     if (
         after
+        and "NOUN" in word_classes(word)  # "*formed* words": a participle before a noun modifies it
         and states_a_relation(word, relation_stems)
         and states_a_relation(after, relation_stems)
         and before not in RELATIVE_PRONOUNS  # "books that *quote* cites": a name, the subject of a verb

@@ -14,11 +14,15 @@ answer is.
 
 from __future__ import annotations
 
+import math
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
+import snowballstemmer
 
 from skbqa.query.encoder import Encoder
 from skbqa.query.structured import Triplet
@@ -34,16 +38,41 @@ _WORD = re.compile(r"[a-z0-9]+")
 # disease_has_phenotype, not disease_has_mode_of_inheritance): by more than AMBIGUITY_MARGIN.
 PLAIN_EDGE_BONUS = 0.1
 _LINKING_WORDS = frozenset({"has", "have", "with", "of", "to", "in"})
+_STEMMER = snowballstemmer.stemmer("english")
+_STEMMER_LOCK = threading.Lock()
 
 
 def stems(text: str) -> set[str]:
-    """Crude stems (first 5 letters) of content words: "participating" ~ "participates", "subtypes" ~ "subtype";
-    a short word's plural s goes first ("*ways* to" ~ "a particular *way*", "*terms* of" ~ "a *term* of")."""
-    return {_singular(w)[:5] for w in _WORD.findall(text.lower()) if w not in FUNCTION_WORDS and len(w) > 2}
+    """Stems of content words, cut to 5 letters: the Porter2 stem joins a word's inflections and derivations
+    ("*means*" ~ "*meaning*", "*causes*" ~ "*causing*", "*ways* to" ~ "a particular *way*"), and the cut joins
+    what the stemmer keeps apart ("*classified*" ~ "*classification*", "*antonym*" ~ "*antonymy*")."""
+    return {_stem(w) for w in _WORD.findall(text.lower()) if w not in FUNCTION_WORDS and len(w) > 2}
 
 
-def _singular(word: str) -> str:
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")) else word
+def stem_weights(edges: Sequence[EdgeType]) -> dict[str, float]:
+    """How much sharing each stem says about which edge is meant: a stem in the words of one edge name of n says
+    all (1.0), one in every edge's description ("the *concept* is … the *target* concept") next to nothing.
+    An inverse document frequency over the schema's edge names, scaled to [0, 1]."""
+    by_name: dict[str, set[str]] = {}
+    for edge in edges:
+        by_name.setdefault(edge.name, set()).update(stems(edge_text(edge)))
+    count = len(by_name)
+    frequency: dict[str, int] = {}
+    for words in by_name.values():
+        for stem in words:
+            frequency[stem] = frequency.get(stem, 0) + 1
+    return {stem: math.log((count + 1) / n) / math.log(count + 1) for stem, n in frequency.items()}
+
+
+def shared_weight(words: set[str], edge_stems: set[str], weights: dict[str, float]) -> float:
+    """The weight of the words' stems the edge's name and description share."""
+    return sum(weights.get(stem, 1.0) for stem in words & edge_stems)
+
+
+@lru_cache(maxsize=1 << 16)
+def _stem(word: str) -> str:
+    with _STEMMER_LOCK:  # a Snowball stemmer keeps state while it stems: one word at a time
+        return str(_STEMMER.stemWord(word))[:5]
 
 
 def is_plain(edge: EdgeType) -> bool:
@@ -87,6 +116,7 @@ class RelationChooser:
         self._edges = list(schema.edge_types)
         self._edge_vectors: np.ndarray | None = None  # embedded lazily: no model work in the constructor
         self._edge_stems = [stems(edge_text(e)) for e in self._edges]
+        self._stem_weights = stem_weights(self._edges)
 
     def _vectors(self) -> np.ndarray:
         if self._edge_vectors is None:
@@ -158,8 +188,8 @@ class RelationChooser:
         for order, option in enumerate(options):
             rows = [index[id(h.edge)] for h in option.hops]
             cosine = float(np.mean(vectors[rows] @ phrase_vector)) if phrase_vector is not None else 0.0
-            shared = set().union(*(self._edge_stems[r] for r in rows)) & words
-            lexical = len(shared) / max(1, len(words))
+            shared = shared_weight(words, set().union(*(self._edge_stems[r] for r in rows)), self._stem_weights)
+            lexical = shared / max(1, len(words))
             score = cosine + LEXICAL_WEIGHT * lexical - TWO_HOP_PENALTY * (len(option.hops) - 1)
             if unnamed and all(is_plain(h.edge) for h in option.hops):
                 score += PLAIN_EDGE_BONUS
