@@ -22,7 +22,7 @@ from skbqa.changes.folding import FoldLoop
 from skbqa.changes.format import Change
 from skbqa.changes.log import ChangeLog
 from skbqa.changes.snapshot import SnapshotReport
-from skbqa.changes.updater import IndexUpdater, kb_version
+from skbqa.changes.updater import IndexUpdater, SnapshotMirror, kb_version
 from skbqa.query.encoder import Encoder
 from skbqa.serving.gateway.backends import LocalBackend
 from skbqa.serving.local_pipeline import LocalPipeline
@@ -40,10 +40,13 @@ class LiveIndex:
         open_pipeline: Callable[[], LocalPipeline],
         *,
         encoder_url: str | None = None,
+        mirror: SnapshotMirror | None = None,
     ) -> None:
-        """`encoder_url`: the Triton encoder the folds use (None: the index's local encoder)."""
+        """`encoder_url`: the Triton encoder the folds use (None: the index's local encoder). `mirror`: the
+        server's Milvus vectors, loaded with each snapshot before its swap (`runtime.snapshot_mirror`)."""
         self._index = Path(index)
         self._encoder_url = encoder_url
+        self._mirror = mirror
         self._encoder = encoder
         self._backend = backend
         self._open_pipeline = open_pipeline
@@ -84,7 +87,7 @@ class LiveIndex:
     def _writer(self) -> IndexUpdater:
         with self._opening:
             if self._updater is None:
-                self._updater = IndexUpdater(self._index, self._encoder)
+                self._updater = IndexUpdater(self._index, self._encoder, mirror=self._mirror)
             return self._updater
 
     def _folded(self, report: SnapshotReport) -> None:
