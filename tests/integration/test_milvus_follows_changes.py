@@ -208,3 +208,52 @@ def test_takes_changes_allows_milvus_only() -> None:
     assert takes_changes(ServiceSettings(index=Path("i"), vectors_url="milvus://127.0.0.1:19530"))
     assert not takes_changes(ServiceSettings(index=Path("i"), vectors_url="x.db", graph_url="nebula://h:9669/s"))
     assert not takes_changes(ServiceSettings(index=Path("i"), vectors_url="x.db", ray_address="local"))
+
+
+def test_the_embedded_server_with_milvus_follows_a_change(
+    biomed_sample_engine: EmbeddedEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the public API, with the real encoder and the fold in its child process: the first Milvus load
+    fails (the server keeps answering at version 0), the fold is retried, and `min_version` answers read the new
+    version's collections."""
+    import shutil
+    import threading
+
+    from skbqa.client import SkbqaClient
+    from skbqa.serving import runtime
+    from skbqa.serving.run import start_embedded
+    from skbqa.serving.settings import ServiceSettings
+
+    index, uri = tmp_path / "index", str(tmp_path / "lite.db")
+    shutil.copytree(biomed_sample_engine.stores.directory, index)
+    load_vectors_into_milvus(index, uri)
+    failed = threading.Event()
+
+    def fail_once(work: Path, *args: Any, **kwargs: Any) -> dict[str, dict[str, Any]]:
+        if not failed.is_set():
+            failed.set()
+            raise BackendUnavailableError("Milvus went away")
+        return load_vectors_into_milvus(work, *args, **kwargs)
+
+    monkeypatch.setattr(
+        runtime, "snapshot_mirror", lambda settings: MilvusVersions(MilvusTarget(uri), load=fail_once)
+    )
+    server, stop = start_embedded(ServiceSettings(index=index, port=0, host="127.0.0.1", vectors_url=uri))
+    try:
+        with SkbqaClient.connect(f"127.0.0.1:{server.port}", deadline_s=60) as client:
+            assert client.ask(GONE_NAME, strategy="vss", k=K).items[0].node_id == GONE_ID
+            new = {"id": NEW_ID, "type": "disease", "name": "quixotrel wombfever", "attrs": {}, "text": NEW_TEXT}
+            applied = client.apply_changes(
+                [{"op": "upsert_node", "node": new}, {"op": "delete_node", "id": GONE_ID}]
+            )
+            assert applied.version == 1
+            assert failed.wait(60)
+            answer = client.ask(GONE_NAME, strategy="vss", k=K)  # the failed fold left version 0 serving
+            assert answer.kb_version == 0 and answer.items[0].node_id == GONE_ID
+            # the fold is retried (after 5 s) and its load succeeds
+            found = client.ask("quixotrel wombfever", strategy="vss", k=K, min_version=applied.version)
+            assert found.kb_version == 1 and found.items[0].node_id == NEW_ID
+            answer = client.ask(GONE_NAME, strategy="vss", k=K, min_version=applied.version)
+            assert answer.kb_version == 1 and GONE_ID not in [item.node_id for item in answer.items]
+    finally:
+        stop()
