@@ -110,6 +110,14 @@ def with_adapters(settings: ServiceSettings, stores: IndexStores) -> IndexStores
     return stores
 
 
+def release_stores(stores: IndexStores) -> None:
+    """A version no longer served: close its Milvus clients (a late request on it reconnects)."""
+    if any(type(v).__name__ == "MilvusIndex" for v in stores.vectors.values()):  # no pymilvus import otherwise
+        from skbqa.stores.vectors.milvus_sets import close_milvus_vectors
+
+        close_milvus_vectors(stores)
+
+
 def build_chat(settings: ServiceSettings) -> ChatModel | None:
     if not settings.llm:
         return None
