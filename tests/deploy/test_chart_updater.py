@@ -1,8 +1,9 @@
 """Live updates in the chart (updates.enabled, helm/skbqa/ci/live-updates-values.yaml): one updater pod
 (`skbqa serve --role updater`, strategy Recreate) mounting the index volume read-write, probed, credentialed and
 fenced like the stages; the gateway gets the admin tokens that may call ApplyChanges; the topics hook creates
-`skbqa.changes` with one partition; and the chart refuses what cannot work (a per-pod index copy, Milvus,
-NebulaGraph or Ray Serve, tokens without admin tokens, a change topic with several partitions)."""
+`skbqa.changes` with one partition; and the chart refuses what cannot work (a per-pod index copy, Milvus
+or NebulaGraph, tokens without admin tokens, a change topic with several partitions); Ray Serve's replicas open
+the index the updater writes."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.deploy.test_chart import (
     CHART,
@@ -212,8 +214,8 @@ def test_the_gateway_takes_changes_with_the_admin_tokens(rendered) -> None:
     assert settings.role == "gateway"
     assert str(settings.admin_tokens_file) == f"{mounts['admin']['mountPath']}/tokens"
     assert str(settings.tokens_file).startswith(mounts["auth"]["mountPath"])  # askers' tokens still count
-    # the gateway accepts ApplyChanges in the distributed form when its settings take changes (no Milvus,
-    # NebulaGraph or Ray) and an updater reports on skbqa.versions: no other switch
+    # the gateway accepts ApplyChanges in the distributed form when its settings take changes (no Milvus
+    # or NebulaGraph) and an updater reports on skbqa.versions: no other switch
     run = pytest.importorskip("skbqa.serving.run")
     assert run.takes_changes(settings)
     # the admin tokens go to the gateway only
@@ -330,10 +332,6 @@ _ON = {"enabled": True}
             r"cannot work with NebulaGraph \(externalNebula.url\): .* do not follow changes",
         ),
         (
-            {"updates": _ON, "ray": {"enabled": True, "autoscaling": False}},
-            r"cannot work with Ray Serve \(ray.enabled\)",
-        ),
-        (
             {
                 "updates": _ON,
                 "gateway": {"auth": {"enabled": True, "existingSecret": "tokens"}},
@@ -361,6 +359,26 @@ _ON = {"enabled": True}
 def test_what_cannot_work_is_refused(values: dict[str, Any], message: str) -> None:
     with helm.Chart.load(str(CHART)) as chart, pytest.raises(helm.HelmError, match=message):
         chart.render(values, name="skbqa", namespace="skbqa")
+
+
+def test_updates_work_with_ray_serve_whose_replicas_open_the_index_the_updater_writes() -> None:
+    """The Ray replicas follow versions (docs/ray.md): they must open the snapshots the updater renames over the
+    index directory, i.e. the same claim at the same path."""
+    objs = _render({"updates": _ON, "ray": {"enabled": True, "autoscaling": False}})
+    (updater,) = [o for o in objs if o["kind"] == "Deployment" and o["metadata"]["name"] == UPDATER]
+    writes = _serve_settings(_pod(updater)["containers"][0]).index
+    claim = {v["name"]: v for v in _pod(updater)["volumes"]}["index"]["persistentVolumeClaim"]["claimName"]
+    (ray,) = [o for o in objs if o["kind"] == "RayService"]
+    applications = yaml.safe_load(ray["spec"]["serveConfigV2"])["applications"]
+    assert applications and {app["args"]["index_dir"] for app in applications} == {str(writes)}
+    cluster = ray["spec"]["rayClusterConfig"]
+    for group in [cluster["headGroupSpec"], *cluster["workerGroupSpecs"]]:
+        volumes = {v["name"]: v for v in group["template"]["spec"]["volumes"]}
+        assert volumes["index"]["persistentVolumeClaim"]["claimName"] == claim
+    (reranker,) = [o for o in objs if o["kind"] == "Deployment" and o["metadata"]["name"] == "skbqa-reranker"]
+    settings = _serve_settings(_pod(reranker)["containers"][0])
+    run = pytest.importorskip("skbqa.serving.run")
+    assert settings.ray_address and run.takes_changes(settings)  # on Ray and following: the gateway takes changes
 
 
 def test_a_read_write_once_volume_is_the_operators_call() -> None:

@@ -11,6 +11,8 @@ import shutil
 import statistics
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -35,17 +37,26 @@ def _disease(node_id: int, name: str) -> dict:
     }
 
 
+@contextmanager
+def stack_over_a_copy(index: Path, directory: Path, *, ray: bool) -> Iterator[LocalStack]:
+    """A local stack (no Triton) over a copy of `index`: the stack changes its index, not the session's."""
+    copy = directory / "index"
+    shutil.copytree(index, copy)
+    running = LocalStack(
+        StackOptions(index=copy, directory=directory / "stack", gateway_port=0, triton=False, ray=ray)
+    )
+    running.up()
+    try:
+        yield running
+    finally:
+        running.down()
+
+
 @pytest.fixture(scope="module")
 def stack(biomed_sample_engine, tmp_path_factory):
     directory: Path = tmp_path_factory.mktemp("updates-stack")
-    index = directory / "index"  # the stack changes its index: a copy, not the session's
-    shutil.copytree(biomed_sample_engine.stores.directory, index)
-    running = LocalStack(
-        StackOptions(index=index, directory=directory / "stack", gateway_port=0, triton=False, ray=False)
-    )
-    running.up()
-    yield running
-    running.down()
+    with stack_over_a_copy(biomed_sample_engine.stores.directory, directory, ray=False) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")

@@ -625,7 +625,6 @@ run on one node, which is the operator's call (NOTES.txt says so).
 {{- if and (not .Values.milvus.enabled) .Values.externalMilvus.url }}{{ $fixed = append $fixed "Milvus (externalMilvus.url)" }}{{ end }}
 {{- if .Values.nebula.enabled }}{{ $fixed = append $fixed "NebulaGraph (nebula.enabled)" }}{{ end }}
 {{- if and (not .Values.nebula.enabled) .Values.externalNebula.url }}{{ $fixed = append $fixed "NebulaGraph (externalNebula.url)" }}{{ end }}
-{{- if .Values.ray.enabled }}{{ $fixed = append $fixed "Ray Serve (ray.enabled)" }}{{ end }}
 {{- if $fixed }}
 {{- fail (printf "updates.enabled cannot work with %s: the services using them serve copies of the index there that do not follow changes (docs/updates.md), so the gateway would refuse every ApplyChanges with FAILED_PRECONDITION. Switch those off, or leave updates off" (join ", " $fixed)) }}
 {{- end }}

@@ -112,9 +112,10 @@ def watch_health(server: RunningServer, probe: Callable[[], str], *, interval_s:
 
 def takes_changes(settings: ServiceSettings) -> bool:
     """Live updates reach the index's own stores and its Milvus vectors (the writer loads each snapshot's sets
-    into collections of their own before the swap, `stores.vectors.milvus_versions`); NebulaGraph and Ray Serve
-    copies do not follow yet, so a server using those serves its index as loaded."""
-    return settings.graph_url is None and settings.ray_address is None
+    into collections of their own before the swap, `stores.vectors.milvus_versions`); NebulaGraph copies do not
+    follow yet, so a server using them serves its index as loaded. (Ray Serve's reranker replicas follow:
+    stages/rerank/ray_serve.)"""
+    return settings.graph_url is None
 
 
 def start_embedded(
@@ -137,7 +138,7 @@ def start_embedded(
             settings.index,
             runtime.encoder,
             backend,
-            lambda: LocalPipeline(build_runtime(settings, runtime.encoder)),
+            lambda: LocalPipeline(build_runtime(settings, runtime.encoder, served=runtime)),
             encoder_url=settings.encoder_url,
             mirror=snapshot_mirror(settings),
         )
@@ -218,7 +219,7 @@ def start_stage(
     # live updates: this replica opens each new version the updater folds in, and says which one it serves
     versions = VersionedCores(
         core,
-        lambda: build_stage(role, build_runtime(settings, runtime.encoder)),
+        lambda: build_stage(role, build_runtime(settings, runtime.encoder, served=runtime)),
         index=settings.index,
         role=role,
         follows=takes_changes(settings),

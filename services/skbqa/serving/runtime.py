@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from skbqa.changes.snapshot import kb_version
 from skbqa.common.errors import IndexStoreError, InvalidInputError
 from skbqa.engine.embedded import build_strategies
 from skbqa.models.chat import ChatModel
@@ -126,8 +127,11 @@ def build_chat(settings: ServiceSettings) -> ChatModel | None:
     return OpenAIChatModel.from_env()
 
 
-def build_runtime(settings: ServiceSettings, encoder: Encoder | None = None) -> StageRuntime:
-    """`encoder`: one already built for this index (a new snapshot of it reuses the served one)."""
+def build_runtime(
+    settings: ServiceSettings, encoder: Encoder | None = None, *, served: StageRuntime | None = None
+) -> StageRuntime:
+    """`encoder`: one already built for this index (a new snapshot of it reuses the served one). `served`: the
+    runtime of the version served now, whose Ray path a new version's rerankers share."""
     stores = with_adapters(settings, open_index(settings.index))
     if encoder is None:
         stores, encoder = guard(stores, build_encoder(settings, stores))
@@ -135,15 +139,27 @@ def build_runtime(settings: ServiceSettings, encoder: Encoder | None = None) -> 
     runtime = StageRuntime(stores, encoder, strategies)
     # the reranker's process (alone or co-located with ranking); `all` keeps step 8 in process
     if settings.ray_address and settings.role != "all" and "reranker" in stages_of(settings.role):
-        runtime.af.rerank.use(ray_rerankers(settings, runtime.af.rerank.rerankers))
+        following = served.af.rerank.rerankers if served is not None else None
+        version = kb_version(stores.manifest)
+        runtime.af.rerank.use(
+            ray_rerankers(settings, runtime.af.rerank.rerankers, kb_version=version, following=following)
+        )
     return runtime
 
 
-def ray_rerankers(settings: ServiceSettings, in_process: Mapping[str, Reranker]) -> dict[str, Reranker]:
+def ray_rerankers(
+    settings: ServiceSettings,
+    in_process: Mapping[str, Reranker],
+    *,
+    kb_version: int | None = None,
+    following: Mapping[str, Reranker] | None = None,
+) -> dict[str, Reranker]:
     """Step 8 on Ray Serve, each reranker backed by its in-process twin (`RayOrInProcess`): the service answers,
-    flagged degraded, whenever Ray is not answering. Returns at once: Ray starts (or is connected to) and the apps
-    deploy in a background thread, so the service is ready — serving in process — without waiting for Ray,
-    whose start takes 5–120 s on a busy machine (docs/faults.md)."""
+    flagged degraded, whenever Ray is not answering, or not at the twins' knowledge-base version `kb_version`
+    (None: not checked). Returns at once: Ray starts (or is connected to) and the apps deploy in a background
+    thread, so the service is ready — serving in process — without waiting for Ray, whose start takes 5–120 s on
+    a busy machine (docs/faults.md). `following`: step 8's rerankers of the version served now, for a new
+    version of the index: their Ray path is shared (no second attach, no second watcher)."""
     from skbqa.stages.rerank.ray_fallback import RayOrInProcess
 
     names = ["local"]
@@ -151,9 +167,13 @@ def ray_rerankers(settings: ServiceSettings, in_process: Mapping[str, Reranker])
         from skbqa.stages.rerank.registry import LLM_RERANKERS
 
         names += list(LLM_RERANKERS)
+    names = [name for name in names if name in in_process]
+    served = {n: r for n, r in (following or {}).items() if isinstance(r, RayOrInProcess)}
+    if served:
+        return {name: served[name].follow(in_process[name], kb_version) for name in names if name in served}
     on_degraded = _degraded_counter()
     rerankers = {
-        name: RayOrInProcess(in_process[name], on_degraded=on_degraded) for name in names if name in in_process
+        name: RayOrInProcess(in_process[name], on_degraded=on_degraded, kb_version=kb_version) for name in names
     }
     attach = threading.Thread(target=attach_ray, args=(settings, rerankers), name="ray-attach", daemon=True)
     attach.start()

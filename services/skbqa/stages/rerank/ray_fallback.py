@@ -11,6 +11,12 @@ takes longer than `probe_timeout_s` marks Ray down, which also ends the wait of 
 (`try_rerank(abandon=...)`); so a call reaching a dead Ray falls back within about probe_every_s +
 probe_timeout_s, whatever its own wait. A call that fails on its own marks Ray down too. While down, calls go in
 process at once, and the first probe answered marks Ray up again.
+
+Knowledge-base versions: each version a service opens has its own `RayOrInProcess` (`follow`), whose fallback
+reads that version, sharing one Ray path and watcher. A call sends its version; a replica that does not hold it
+answers nothing usable (`RayVersionError`: it opens the newer version meanwhile), and the call is answered in
+process at its own version, flagged degraded as above, without marking Ray down. So an answer never mixes the
+replica's version with the caller's.
 """
 
 from __future__ import annotations
@@ -43,13 +49,78 @@ class RayPath(Protocol):
         candidates: list[Candidate],
         *,
         abandon: threading.Event | None = None,
+        kb_version: int | None = None,
     ) -> RerankOutcome: ...
 
     def probe(self, timeout_s: float) -> None: ...
 
 
+class _RayLink:
+    """The Ray path of one reranker and whether it answers (the watcher), shared by the reranker's
+    `RayOrInProcess` of every knowledge-base version a service opens (`RayOrInProcess.follow`)."""
+
+    def __init__(self, name: str, probe_every_s: float, probe_timeout_s: float) -> None:
+        self.name = name
+        self.probe_every_s = probe_every_s
+        self.probe_timeout_s = probe_timeout_s
+        self.ray: RayPath | None = None
+        self.lock = threading.Lock()
+        self.why = NOT_ATTACHED
+        # Set while Ray is not to be used: new calls go in process and calls waiting on Ray stop waiting.
+        self.down = threading.Event()
+        self.down.set()
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+
+    def attach(self, ray: RayPath) -> None:
+        with self.lock:
+            self.ray = ray
+            self.why = "Ray attached, not probed yet"
+            if self._watcher is None:
+                self._watcher = threading.Thread(target=self._watch, name=f"ray-watch-{self.name}", daemon=True)
+                self._watcher.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._watcher is not None:
+            self._watcher.join(self.probe_every_s + self.probe_timeout_s + 1.0)
+
+    def mark_down(self, why: str) -> None:
+        with self.lock:
+            was_up = not self.down.is_set()
+            self.why = why
+            self.down.set()
+        if was_up:
+            logger.warning("reranker %s: serving in process: %s", self.name, why)
+
+    def mark_up(self) -> None:
+        with self.lock:
+            was_down = self.down.is_set()
+            self.why = ""
+            self.down.clear()
+        if was_down:
+            logger.info("reranker %s: serving on Ray again", self.name)
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            ray = self.ray
+            if ray is not None:
+                try:
+                    ray.probe(self.probe_timeout_s)
+                except Exception as exc:  # a timeout or any of Ray's errors: Ray is not answering
+                    detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+                    self.mark_down(f"Ray unavailable: probe failed: {type(exc).__name__}: {detail}".rstrip(": "))
+                else:
+                    self.mark_up()
+            self._stop.wait(self.probe_every_s)
+
+
 class RayOrInProcess:
-    """A `Reranker`: Ray when attached and answering, otherwise `fallback` in process, flagged degraded."""
+    """A `Reranker`: Ray when attached and answering, otherwise `fallback` in process, flagged degraded.
+
+    `kb_version`: the knowledge-base version `fallback` reads (None: not checked). Ray's answer is used only
+    when its replica computed at that version (`RayVersionError` otherwise); a service opening a new version
+    makes that version's wrapper with `follow`, which shares this one's Ray path and watcher."""
 
     def __init__(
         self,
@@ -58,90 +129,57 @@ class RayOrInProcess:
         probe_every_s: float = DEFAULT_PROBE_EVERY_S,
         probe_timeout_s: float = DEFAULT_PROBE_TIMEOUT_S,
         on_degraded: Callable[[], None] | None = None,
+        kb_version: int | None = None,
+        _link: _RayLink | None = None,
     ) -> None:
         self.name = fallback.name
+        self.kb_version = kb_version
         self._fallback = fallback
-        self._probe_every_s = probe_every_s
-        self._probe_timeout_s = probe_timeout_s
         self._on_degraded = on_degraded
-        self._ray: RayPath | None = None
-        self._lock = threading.Lock()
-        self._why = NOT_ATTACHED
-        # Set while Ray is not to be used: new calls go in process and calls waiting on Ray stop waiting.
-        self._down = threading.Event()
-        self._down.set()
-        self._stop = threading.Event()
-        self._watcher: threading.Thread | None = None
+        self._link = _link or _RayLink(self.name, probe_every_s, probe_timeout_s)
+
+    def follow(self, fallback: Reranker, kb_version: int | None) -> RayOrInProcess:
+        """The same reranker at another knowledge-base version: `fallback` built on it, this one's Ray path."""
+        return RayOrInProcess(fallback, on_degraded=self._on_degraded, kb_version=kb_version, _link=self._link)
 
     @property
     def on_ray(self) -> bool:
-        return self._ray is not None and not self._down.is_set()
+        return self._link.ray is not None and not self._link.down.is_set()
 
     @property
     def why_not_ray(self) -> str:
         """ "" while Ray serves; otherwise why not (for logs and tests)."""
-        with self._lock:
-            return "" if self.on_ray else self._why
+        with self._link.lock:
+            return "" if self.on_ray else self._link.why
 
     def attach(self, ray: RayPath) -> None:
         """Use `ray` from its first answered probe on, and watch it from now on (once; later calls replace the
         path the same watcher probes)."""
-        with self._lock:
-            self._ray = ray
-            self._why = "Ray attached, not probed yet"
-            if self._watcher is None:
-                self._watcher = threading.Thread(target=self._watch, name=f"ray-watch-{self.name}", daemon=True)
-                self._watcher.start()
+        self._link.attach(ray)
 
     def close(self) -> None:
-        self._stop.set()
-        if self._watcher is not None:
-            self._watcher.join(self._probe_every_s + self._probe_timeout_s + 1.0)
+        self._link.close()
 
     def rerank(
         self, query: QueryContext, parsed: StructuredQuery | None, candidates: list[Candidate]
     ) -> RerankOutcome:
-        from skbqa.stages.rerank.ray_serve import RayCallError
+        from skbqa.stages.rerank.ray_serve import RayCallError, RayVersionError
 
-        ray = self._ray
-        if ray is not None and not self._down.is_set():
+        link = self._link
+        ray = link.ray
+        why = ""
+        if ray is not None and not link.down.is_set():
             try:
-                return ray.try_rerank(query, parsed, candidates, abandon=self._down)
+                return ray.try_rerank(query, parsed, candidates, abandon=link.down, kb_version=self.kb_version)
+            except RayVersionError as exc:  # Ray works; its replica is not at this version (yet, or any more)
+                why = f"{exc}; answered at {self.kb_version} in process"
             except RayCallError as exc:
-                self._mark_down(f"Ray unavailable: {exc}")
-        with self._lock:
-            why = self._why
+                link.mark_down(f"Ray unavailable: {exc}")
+        if not why:
+            with link.lock:
+                why = link.why
         outcome = self._fallback.rerank(query, parsed, candidates)
         outcome.degraded = why
         if self._on_degraded is not None:
             self._on_degraded()
         return outcome
-
-    def _mark_down(self, why: str) -> None:
-        with self._lock:
-            was_up = not self._down.is_set()
-            self._why = why
-            self._down.set()
-        if was_up:
-            logger.warning("reranker %s: serving in process: %s", self.name, why)
-
-    def _mark_up(self) -> None:
-        with self._lock:
-            was_down = self._down.is_set()
-            self._why = ""
-            self._down.clear()
-        if was_down:
-            logger.info("reranker %s: serving on Ray again", self.name)
-
-    def _watch(self) -> None:
-        while not self._stop.is_set():
-            ray = self._ray
-            if ray is not None:
-                try:
-                    ray.probe(self._probe_timeout_s)
-                except Exception as exc:  # a timeout or any of Ray's errors: Ray is not answering
-                    detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
-                    self._mark_down(f"Ray unavailable: probe failed: {type(exc).__name__}: {detail}".rstrip(": "))
-                else:
-                    self._mark_up()
-            self._stop.wait(self._probe_every_s)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skbqa.changes.snapshot import kb_version
 from skbqa.common.errors import BackendUnavailableError, InvalidInputError, clip
 from skbqa.models.chat import ChatModel
 from skbqa.models.openai_chat import LlmSettings
@@ -46,10 +47,20 @@ BATCH_HISTORY = 1024  # batch sizes a replica remembers for describe(); enough t
 DEFAULT_DEADLINE_SLACK_S = 5.0
 DEFAULT_TIMEOUT_S = DEFAULT_DEADLINE_SECONDS + DEFAULT_DEADLINE_SLACK_S
 ABANDON_POLL_S = 0.1  # how soon a call waiting on Ray notices that Ray was found gone (see `try_rerank`)
+# A replica keeps the version it served before a reopen this long, for callers still at it (as a stage replica
+# does, serving/stage_versions.py), and tries a reopen at most this often (the request's version may not be on
+# its volume yet).
+KEEP_PREVIOUS_S = 30.0
+REOPEN_EVERY_S = 1.0
 
 
 class RayCallError(BackendUnavailableError):
     """A call to the reranker app got no usable reply: timed out, failed in Ray, or the reply was invalid."""
+
+
+class RayVersionError(RayCallError):
+    """The replica answered at another knowledge-base version than the caller's (it does not hold the caller's
+    yet, or any more): Ray works, but this answer is not to be used."""
 
 
 @dataclass(frozen=True)
@@ -110,7 +121,13 @@ def _at_least_one(what: str, value: object) -> None:
 
 
 class RerankerCore:
-    """What one replica runs, free of Ray (so it can be tested and profiled in process)."""
+    """What one replica runs, free of Ray (so it can be tested and profiled in process).
+
+    Follows the knowledge base's versions: it answers a request at the version the request names
+    (`RerankRequest.kb_version`) or not at all — a reply of another version, in the input order, that the caller
+    does not use. A request at a newer version than the one served starts a reopen of `index_dir` in the
+    background (at most one at a time, and one try per `REOPEN_EVERY_S`); the new snapshot is served from then on
+    and the previous one is kept `KEEP_PREVIOUS_S` for callers still at it."""
 
     def __init__(
         self,
@@ -124,15 +141,33 @@ class RerankerCore:
         from skbqa.models.local_encoder import encoder_from_name
 
         self.settings = settings.validated()
-        self.stores: IndexStores = open_index(index_dir)
-        built_with = self.stores.manifest.get("encoder", {}).get("name", "")
-        self.encoder: Encoder = encoder or encoder_from_name(built_with, threads=settings.encoder_threads)
+        self._index_dir = Path(index_dir)
+        stores = open_index(index_dir)
+        self._built_with = stores.manifest.get("encoder", {}).get("name", "")
+        self.encoder: Encoder = encoder or encoder_from_name(self._built_with, threads=settings.encoder_threads)
         if chat is None and settings.reranker in LLM_RERANKERS:
             chat = _chat_model(llm)
-        self.reranker: Reranker = build_reranker(settings.reranker, self.stores, chat, settings.rerank)
+        self._chat = chat
+        self.version = kb_version(stores.manifest)
+        self._served: dict[int, tuple[IndexStores, Reranker]] = {self.version: (stores, self._build(stores))}
+        self._retire_at: dict[int, float] = {}
+        self._reopening: threading.Thread | None = None
+        self._last_reopen = -math.inf
+        self.last_error = ""
         self._lock = threading.Lock()
         self._batches: deque[int] = deque(maxlen=BATCH_HISTORY)
         self._requests = 0
+
+    @property
+    def stores(self) -> IndexStores:
+        return self._served[self.version][0]
+
+    @property
+    def reranker(self) -> Reranker:
+        return self._served[self.version][1]
+
+    def _build(self, stores: IndexStores) -> Reranker:
+        return build_reranker(self.settings.reranker, stores, self._chat, self.settings.rerank)
 
     def warm(self) -> RerankerCore:
         """Load the encoder now: readiness then means the first request pays no model load."""
@@ -151,33 +186,96 @@ class RerankerCore:
 
     def rerank_one(self, request: RerankRequest) -> RerankResponse:
         """One request; never raises, so one bad request cannot fail the others of its batch."""
+        wanted = getattr(request, "kb_version", None)  # a caller older than versions sends none
+        at, reranker = self._reranker_at(wanted)
+        if reranker is None:
+            return input_order(
+                request, f"replica serves knowledge-base version {at}, not {wanted}; not reranked", kb_version=at
+            )
         try:
             candidates = [Candidate(p, s, src, dict(sc), dict(ev)) for p, s, src, sc, ev in request.candidates]
             query = QueryContext(request.question, self.encoder, options=dict(request.options))
-            outcome = self.reranker.rerank(query, request.parsed, candidates)
+            outcome = reranker.rerank(query, request.parsed, candidates)
         except InvalidInputError as exc:
-            return RerankResponse([c[0] for c in request.candidates], invalid_input=str(exc))
+            return RerankResponse([c[0] for c in request.candidates], invalid_input=str(exc), kb_version=at)
         except Exception as exc:  # the contract: a failing reranker leaves the input order and says why
             logger.exception("rerank failed")
-            return input_order(request, f"replica error: {type(exc).__name__}: {exc}")
+            return input_order(request, f"replica error: {type(exc).__name__}: {exc}", kb_version=at)
         return RerankResponse(
             [c.position for c in outcome.candidates],
             added_scores(request.candidates, outcome.candidates),
             outcome.note,
             dict(outcome.usage),
             dict(query.timings),
+            kb_version=at,
         )
+
+    # ------------------------------------------------------------------------------------------ versions
+
+    def _reranker_at(self, wanted: int | None) -> tuple[int, Reranker | None]:
+        """(the version answered at, its reranker), or (the version served, None) when `wanted` is not held;
+        a newer one is then opened in the background."""
+        with self._lock:
+            now = time.monotonic()
+            for version, when in list(self._retire_at.items()):
+                if when <= now:
+                    self._served.pop(version, None)
+                    del self._retire_at[version]
+            if wanted is None:
+                wanted = self.version
+            held = self._served.get(wanted)
+            if held is not None:
+                return wanted, held[1]
+            current = self.version
+            newer = wanted > current and self._reopening is None and now - self._last_reopen >= REOPEN_EVERY_S
+            if newer:
+                self._last_reopen = now
+                self._reopening = threading.Thread(target=self.reopen, name="reranker-reopen", daemon=True)
+                self._reopening.start()
+        return current, None
+
+    def reopen(self) -> int:
+        """Open the index as it is now and serve it if it is newer; returns the version served after. Errors
+        (e.g. the index read while a fold renamed it) are logged and kept in `last_error`: a later request at
+        the new version tries again."""
+        try:
+            stores = open_index(self._index_dir)
+            version = kb_version(stores.manifest)
+            built_with = stores.manifest.get("encoder", {}).get("name", "")
+            if built_with != self._built_with:
+                raise InvalidInputError(
+                    f"version {version} of the index was built with encoder {built_with!r}, this replica "
+                    f"encodes with {self._built_with!r}; redeploy the app"
+                )
+            if version > self.version:
+                reranker = self._build(stores)
+                with self._lock:
+                    self._retire_at[self.version] = time.monotonic() + KEEP_PREVIOUS_S
+                    self._served[version] = (stores, reranker)
+                    self.version = version
+                logger.info("reranker replica: serving knowledge-base version %d", version)
+            self.last_error = ""
+        except Exception as exc:
+            self.last_error = f"{type(exc).__name__}: {exc}"[:300]
+            logger.warning("reranker replica: opening the index's new version failed: %s", self.last_error)
+        finally:
+            with self._lock:
+                self._reopening = None
+        return self.version
 
     def describe(self) -> dict[str, Any]:
         """For observability and tests: what this replica runs and the batch sizes it has seen."""
         with self._lock:
             batches = list(self._batches)
             requests = self._requests
+            versions = sorted(self._served)
         return {
             "pid": os.getpid(),
             "reranker": self.reranker.name,
             "encoder": self.encoder.name,
             "index": str(self.stores.directory),
+            "kb_version": self.version,
+            "kb_versions": versions,
             "max_batch_size": self.settings.max_batch_size,
             "batch_wait_timeout_s": self.settings.batch_wait_timeout_s,
             "max_concurrent_batches": self.settings.max_concurrent_batches,
@@ -330,15 +428,23 @@ class RayServeReranker:
         candidates: list[Candidate],
         *,
         abandon: threading.Event | None = None,
+        kb_version: int | None = None,
     ) -> RerankOutcome:
         """As `rerank`, but no usable reply raises `RayCallError` (its message: `rerank`'s note), for a caller
-        with another way to rerank; `abandon` set (Ray found gone, `ray_fallback`) ends the wait at once."""
-        request = RerankRequest.build(query, parsed, candidates)
+        with another way to rerank; `abandon` set (Ray found gone, `ray_fallback`) ends the wait at once.
+        `kb_version`: the caller's knowledge-base version; a reply computed at another raises `RayVersionError`
+        (None: whatever version the replica serves)."""
+        request = RerankRequest.build(query, parsed, candidates, kb_version)
         timeout = self.wait_seconds(query.options)
         with query.stage("rerank_ray"):
             reply = self._call(request, timeout, abandon)
         if isinstance(reply, str):
             raise RayCallError(reply)
+        replied_at = getattr(reply, "kb_version", None)  # an app older than versions says none
+        if kb_version is not None and replied_at != kb_version:
+            raise RayVersionError(
+                f"the Ray replica is at knowledge-base version {replied_at}, this request at {kb_version}"
+            )
         if reply.invalid_input is not None:
             raise InvalidInputError(reply.invalid_input, reranker=self.name)
         ranked = reorder(candidates, reply)

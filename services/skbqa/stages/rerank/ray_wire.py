@@ -10,6 +10,11 @@ RayServeReranker.rerank(query, parsed, cands)   RerankerDeployment
 Plain frozen dataclasses (question, options, the picklable StructuredQuery, candidates as tuples); a response
 carries the candidates' positions in the new order and the scores the reranker added, so evidence never travels
 back: the caller reorders its own Candidate objects (`reorder`).
+
+Knowledge-base versions: a request carries the version its caller computes at (`kb_version`, None = whatever the
+replica serves) and a response says the version the replica computed at (or, when it could not, the one it
+serves), so a caller uses only an answer of its own version: the replica reads node data by position from its
+own snapshot of the index, and positions and texts change from one version to the next.
 """
 
 from __future__ import annotations
@@ -32,13 +37,18 @@ class RerankRequest:
     candidates: list[WireCandidate]
     parsed: StructuredQuery | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    kb_version: int | None = None  # the caller's knowledge-base version; None: the replica's
 
     @classmethod
     def build(
-        cls, query: QueryContext, parsed: StructuredQuery | None, candidates: Sequence[Candidate]
+        cls,
+        query: QueryContext,
+        parsed: StructuredQuery | None,
+        candidates: Sequence[Candidate],
+        kb_version: int | None = None,
     ) -> RerankRequest:
         wire = [(c.position, c.score, c.source, dict(c.scores), dict(c.evidence)) for c in candidates]
-        return cls(query.question, wire, parsed, dict(query.options))
+        return cls(query.question, wire, parsed, dict(query.options), kb_version)
 
 
 @dataclass(frozen=True)
@@ -49,10 +59,13 @@ class RerankResponse:
     usage: dict[str, int] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)  # the replica's stages (rerank_local, encode, ...)
     invalid_input: str | None = None  # the reranker refused the request (InvalidInputError); the caller raises
+    # the version the replica computed at; one other than the request's: not computed (the replica does not hold
+    # the request's version), the positions are the input order and the caller must rerank elsewhere
+    kb_version: int | None = None
 
 
-def input_order(request: RerankRequest, note: str) -> RerankResponse:
-    return RerankResponse([c[0] for c in request.candidates], note=note)
+def input_order(request: RerankRequest, note: str, kb_version: int | None = None) -> RerankResponse:
+    return RerankResponse([c[0] for c in request.candidates], note=note, kb_version=kb_version)
 
 
 def added_scores(sent: Sequence[WireCandidate], ranked: Sequence[Candidate]) -> list[dict[str, float]]:
