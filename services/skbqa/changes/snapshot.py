@@ -77,6 +77,8 @@ def write_snapshot(
     provenance = {
         "bundle": old_manifest.get("bundle", {}),
         "kb_version": version,
+        # the ingest's time, kept through every fold: the lineage of the index's Milvus collections (their names)
+        "ingested_unix": old_manifest.get("ingested_unix", old_manifest.get("created_unix", 0)),
         "updated_unix": int(time.time()),
         "vectors": {"source": "encoder", "updated": True},
     }

@@ -3,6 +3,8 @@ and folds the accepted batches into a new snapshot of the index that is renamed 
 
 How a snapshot is written is in `changes.snapshot`; here, the order of things: a batch is in the log before it
 is acknowledged, and the snapshot that holds it gets the log (hard links) before it is renamed over the index.
+A mirror (`SnapshotMirror`: Milvus, `stores.vectors.milvus_versions`) gets the snapshot after it is written and
+before it is renamed: a reader that sees the new manifest finds its copies, and a failed copy fails the fold.
 """
 
 from __future__ import annotations
@@ -10,8 +12,10 @@ from __future__ import annotations
 import logging
 import shutil
 import threading
+import time
 from collections import Counter
 from pathlib import Path
+from typing import Any, Protocol
 
 from skbqa.changes.format import Change, change_to_json
 from skbqa.changes.idempotency import IdempotencyKeyReused, KeyedAnswer, RememberedKeys, batch_digest
@@ -32,13 +36,32 @@ from skbqa.stores.nodes import NodeTable
 logger = logging.getLogger(__name__)
 
 
+class SnapshotMirror(Protocol):
+    """A copy of the index's stores kept outside the index directory, which must follow its versions."""
+
+    def before_swap(self, work: Path, served: dict[str, Any]) -> Any:
+        """Copy the snapshot written in `work` (the index still serves the manifest `served`); raise to fail it."""
+
+    def after_swap(self, directory: Path, previous: int) -> None:
+        """The index now serves its new snapshot (`previous`: the version it served before); must not raise."""
+
+
 class IndexUpdater:
     """Holds the index's writer lock from construction to `close`: one updater per index at a time, across
     processes (a second one waits)."""
 
-    def __init__(self, index_dir: Path | str, encoder: Encoder | None = None, *, progress: bool = False) -> None:
+    def __init__(
+        self,
+        index_dir: Path | str,
+        encoder: Encoder | None = None,
+        *,
+        progress: bool = False,
+        mirror: SnapshotMirror | None = None,
+    ) -> None:
+        """`mirror`: the server's Milvus vectors (`MilvusVersions`), loaded with each snapshot before its swap."""
         self.directory = Path(index_dir)
         self._progress = progress
+        self._mirror = mirror
         recover_index(self.directory)  # a fold killed between its two renames: the snapshot back first
         self.log = ChangeLog(self.directory)
         self.log.lock()
@@ -126,6 +149,10 @@ class IndexUpdater:
                         self.directory, version, skb, touched, self.encoder, progress=self._progress
                     )
                 try:
+                    if self._mirror is not None:  # before the swap: no served manifest without its copies
+                        started = time.perf_counter()
+                        self._mirror.before_swap(work, read_manifest(self.directory))
+                        report.seconds["mirror_load"] = round(time.perf_counter() - started, 3)
                     self.log.link_into(work)
                     swap_into_place(work, self.directory)
                 except BaseException:
@@ -135,7 +162,9 @@ class IndexUpdater:
                 with self._lock:
                     self.state.touched.merge(touched)
                 raise
-            self.snapshot_version = version
+            previous, self.snapshot_version = self.snapshot_version, version
+            if self._mirror is not None:
+                self._mirror.after_swap(self.directory, previous)
             logger.info(
                 "index %s: version %d in %.1f s", self.directory, version, report.seconds["snapshot_total"]
             )

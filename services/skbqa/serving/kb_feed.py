@@ -4,8 +4,9 @@ Who says what:
 - the updater: `{"kind": "updater", "accepted": A, "published": P}` — the newest acknowledged batch and the
   newest version folded into the index directory (which every process of the local stack opens);
 - each stage replica: `{"kind": "serving", "instance": ID, "role": R, "version": V, "follows": bool}` — the
-  version it answers at, and whether it can follow changes at all (a replica whose stores are copies in Milvus or
-  NebulaGraph cannot; one reranking on Ray Serve can: stages/rerank/ray_serve).
+  version it answers at, and whether it can follow changes at all (a replica whose graph is a copy in NebulaGraph
+  cannot; one reranking on Ray Serve can, stages/rerank/ray_serve, and so can one with Milvus vectors, whose
+  collections the updater loads per version, stores/vectors/milvus_versions).
 
 Each record is sent when its value changes and again every `HEARTBEAT_S`, so a process that joins late, or
 missed a record while its consumer was joining, learns the state within one heartbeat, and a replica that died

@@ -22,10 +22,11 @@ from skbqa.changes.folding import FoldLoop
 from skbqa.changes.format import Change
 from skbqa.changes.log import ChangeLog
 from skbqa.changes.snapshot import SnapshotReport
-from skbqa.changes.updater import IndexUpdater, kb_version
+from skbqa.changes.updater import IndexUpdater, SnapshotMirror, kb_version
 from skbqa.query.encoder import Encoder
 from skbqa.serving.gateway.backends import LocalBackend
 from skbqa.serving.local_pipeline import LocalPipeline
+from skbqa.serving.runtime import release_stores
 from skbqa.stores.index import read_manifest, recover_index
 
 logger = logging.getLogger(__name__)
@@ -40,10 +41,13 @@ class LiveIndex:
         open_pipeline: Callable[[], LocalPipeline],
         *,
         encoder_url: str | None = None,
+        mirror: SnapshotMirror | None = None,
     ) -> None:
-        """`encoder_url`: the Triton encoder the folds use (None: the index's local encoder)."""
+        """`encoder_url`: the Triton encoder the folds use (None: the index's local encoder). `mirror`: the
+        server's Milvus vectors, loaded with each snapshot before its swap (`runtime.snapshot_mirror`)."""
         self._index = Path(index)
         self._encoder_url = encoder_url
+        self._mirror = mirror
         self._encoder = encoder
         self._backend = backend
         self._open_pipeline = open_pipeline
@@ -51,6 +55,7 @@ class LiveIndex:
         # What folds of a killed server left (their owners gone), whether or not this one will take changes
         recover_index(self._index, clean=True)
         self._updater: IndexUpdater | None = None
+        self._replaced: LocalPipeline | None = None  # the version before the served one
         self._opening = threading.Lock()
         self._changed = threading.Condition()
         self._folds = FoldLoop(self._writer, self._folded, encoder_url=encoder_url, name="skbqa-live-index")
@@ -84,13 +89,17 @@ class LiveIndex:
     def _writer(self) -> IndexUpdater:
         with self._opening:
             if self._updater is None:
-                self._updater = IndexUpdater(self._index, self._encoder)
+                self._updater = IndexUpdater(self._index, self._encoder, mirror=self._mirror)
             return self._updater
 
     def _folded(self, report: SnapshotReport) -> None:
         pipeline = self._open_pipeline()
         pipeline.warm()
-        self._backend.replace(pipeline)
+        replaced = self._backend.replace(pipeline)
+        if self._replaced is not None:
+            # one fold later than its replacement: requests that started on it have long finished
+            release_stores(self._replaced.runtime.stores)
+        self._replaced = replaced
         # a fold killed with an earlier server may have outlived its start's clean-up by moments
         recover_index(self._index, clean=True)
         with self._changed:

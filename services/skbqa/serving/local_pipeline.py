@@ -10,6 +10,7 @@ from skbqa.serving.stages.registry import build_stage, run_stage
 
 class LocalPipeline:
     def __init__(self, runtime: StageRuntime) -> None:
+        self.runtime = runtime
         self.stages = [build_stage(role, runtime) for role in ROLES]
 
     def warm(self) -> None:

@@ -111,9 +111,11 @@ def watch_health(server: RunningServer, probe: Callable[[], str], *, interval_s:
 
 
 def takes_changes(settings: ServiceSettings) -> bool:
-    """Live updates reach the index's own stores; Milvus and NebulaGraph copies of them do not follow yet, so a
-    server using those serves its index as loaded. (Ray Serve's reranker replicas follow: stages/rerank/ray_serve.)"""
-    return settings.vectors_url is None and settings.graph_url is None
+    """Live updates reach the index's own stores and its Milvus vectors (the writer loads each snapshot's sets
+    into collections of their own before the swap, `stores.vectors.milvus_versions`); NebulaGraph copies do not
+    follow yet, so a server using them serves its index as loaded. (Ray Serve's reranker replicas follow:
+    stages/rerank/ray_serve.)"""
+    return settings.graph_url is None
 
 
 def start_embedded(
@@ -123,7 +125,7 @@ def start_embedded(
     `limits`: per-client request limits (None: off)."""
     from skbqa.serving.gateway.backends import LocalBackend
     from skbqa.serving.local_pipeline import LocalPipeline
-    from skbqa.serving.runtime import build_runtime
+    from skbqa.serving.runtime import build_runtime, snapshot_mirror
 
     runtime = build_runtime(settings)
     pipeline = LocalPipeline(runtime)
@@ -138,6 +140,7 @@ def start_embedded(
             backend,
             lambda: LocalPipeline(build_runtime(settings, runtime.encoder, served=runtime)),
             encoder_url=settings.encoder_url,
+            mirror=snapshot_mirror(settings),
         )
     servicer = _api_servicer(settings, backend, "embedded", live)
     server = _api_server(settings, servicer, limits)
@@ -253,6 +256,7 @@ def start_updater(
     from skbqa.bus import topics
     from skbqa.bus.kafka import bus_from_url
     from skbqa.changes.updater import IndexUpdater
+    from skbqa.serving.runtime import snapshot_mirror
     from skbqa.serving.updater_service import UpdaterService
 
     encoder = None
@@ -263,7 +267,7 @@ def start_updater(
     bus = bus_from_url(settings.bus_url)
     bus.ensure_topics(topics.ALL)
     bus.ensure_topics(topics.SINGLE_PARTITION, partitions=1)
-    service = UpdaterService(IndexUpdater(settings.index, encoder), bus)
+    service = UpdaterService(IndexUpdater(settings.index, encoder, mirror=snapshot_mirror(settings)), bus)
     server = start_server(
         [], host=settings.host, port=settings.port, limits=limits, service="updater", **security_options(settings)
     )

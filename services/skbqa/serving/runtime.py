@@ -28,6 +28,7 @@ from skbqa.stores.index import IndexStores, open_index
 
 if TYPE_CHECKING:
     from skbqa.stages.rerank.ray_fallback import RayOrInProcess
+    from skbqa.stores.vectors.milvus_versions import MilvusTarget, MilvusVersions
 
 logger = logging.getLogger(__name__)
 
@@ -69,14 +70,34 @@ def encoder_batch_meter(url: str) -> Callable[[int], None] | None:
     return lambda size: metrics.observe_encoder_batch(label, size)
 
 
+def milvus_target(settings: ServiceSettings) -> MilvusTarget | None:
+    """Where `--vectors` points (None: vectors in process). Readers and the writer of the index share it."""
+    if not settings.vectors_url:
+        return None
+    from skbqa.stores.vectors.milvus_versions import MilvusTarget
+
+    url = settings.vectors_url
+    uri = "http://" + url[len("milvus://") :] if url.startswith("milvus://") else url
+    # the token comes from a Secret (SKBQA_MILVUS_TOKEN, "user:password" or an API key), never from the URL
+    return MilvusTarget(uri, token=os.environ.get("SKBQA_MILVUS_TOKEN", ""))
+
+
+def snapshot_mirror(settings: ServiceSettings) -> MilvusVersions | None:
+    """For the index's writer (embedded server, updater role): Milvus loaded with each snapshot before its swap."""
+    target = milvus_target(settings)
+    if target is None:
+        return None
+    from skbqa.stores.vectors.milvus_versions import MilvusVersions
+
+    return MilvusVersions(target)
+
+
 def with_adapters(settings: ServiceSettings, stores: IndexStores) -> IndexStores:
-    if settings.vectors_url:
+    target = milvus_target(settings)
+    if target is not None:
         from skbqa.stores.vectors.milvus_sets import with_milvus_vectors
 
-        url = settings.vectors_url
-        uri = "http://" + url[len("milvus://") :] if url.startswith("milvus://") else url
-        # the token comes from a Secret (SKBQA_MILVUS_TOKEN, "user:password" or an API key), never from the URL
-        stores = with_milvus_vectors(stores, uri, token=os.environ.get("SKBQA_MILVUS_TOKEN", ""))
+        stores = with_milvus_vectors(stores, target.uri, token=target.token, collection_prefix=target.prefix)
     if settings.graph_url:
         from skbqa.stores.graph.nebula import NebulaGraph
 
@@ -88,6 +109,14 @@ def with_adapters(settings: ServiceSettings, stores: IndexStores) -> IndexStores
         graph = IndexCheckedGraph(NebulaGraph.from_url(settings.graph_url), stores.graph)
         stores = dataclasses.replace(stores, graph=graph)
     return stores
+
+
+def release_stores(stores: IndexStores) -> None:
+    """A version no longer served: close its Milvus clients (a late request on it reconnects)."""
+    if any(type(v).__name__ == "MilvusIndex" for v in stores.vectors.values()):  # no pymilvus import otherwise
+        from skbqa.stores.vectors.milvus_sets import close_milvus_vectors
+
+        close_milvus_vectors(stores)
 
 
 def build_chat(settings: ServiceSettings) -> ChatModel | None:

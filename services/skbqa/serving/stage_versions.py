@@ -20,10 +20,11 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from skbqa.changes.snapshot import kb_version
 from skbqa.observability.metrics import get_metrics
+from skbqa.serving.runtime import release_stores
 from skbqa.serving.stages.chain import members
 from skbqa.serving.stages.core import StageCore, StageMessage
 from skbqa.stores.index import read_manifest
@@ -166,8 +167,11 @@ class VersionedCores:
         with self._changed:
             for version, when in list(self._retire_at.items()):
                 if when <= now and version != self.current:
-                    self._cores.pop(version, None)
+                    retired = self._cores.pop(version, None)
                     del self._retire_at[version]
+                    if retired is not None:
+                        for member in members(retired):  # its Milvus clients, if any
+                            release_stores(cast(Any, member).runtime.stores)
 
     def close(self) -> None:
         self._stop.set()

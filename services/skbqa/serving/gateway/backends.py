@@ -73,9 +73,11 @@ class LocalBackend:
         self._pool.submit(self._run, message, waiter)
         return waiter
 
-    def replace(self, pipeline: LocalPipeline) -> None:
-        """Serve from `pipeline` from now on (a new index snapshot); requests already running finish on the old."""
-        self._pipeline = pipeline
+    def replace(self, pipeline: LocalPipeline) -> LocalPipeline:
+        """Serve from `pipeline` from now on (a new index snapshot); requests already running finish on the old,
+        which is returned."""
+        old, self._pipeline = self._pipeline, pipeline
+        return old
 
     def probe(self) -> str:
         return self._pipeline.probe()

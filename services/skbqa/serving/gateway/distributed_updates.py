@@ -114,6 +114,6 @@ class DistributedUpdates:
         if fixed:
             raise UpdateRefused(
                 grpc.StatusCode.FAILED_PRECONDITION,
-                f"the {', '.join(fixed)} service serves copies of the index in Milvus or NebulaGraph "
+                f"the {', '.join(fixed)} service serves copies of the index in NebulaGraph "
                 "that do not follow changes; this deployment takes no changes",
             )

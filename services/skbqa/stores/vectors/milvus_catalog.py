@@ -2,7 +2,11 @@
 
 Collections are named `<prefix>_<schema>_<identity>_<set>`, where the identity hashes the manifest's bundle
 checksum, encoder, dimension, vector dtype and build time: a re-ingested index gets fresh collections and can
-never be served the vectors of an older build (drop the old ones with `MilvusClient.drop_collection`).
+never be served the vectors of an older build (drop the old ones with `MilvusClient.drop_collection`). A live
+update's snapshot at knowledge-base version N > 0 gets `<identity>_vN`, where the identity is its ingest's (the
+snapshot keeps the ingest's time as `ingested_unix`): every version has collections of its own (rows are keyed
+by node position, which a change renumbers), and all versions of one index share the stem `<prefix>_<schema>_
+<identity>` so the writer can find and drop the old ones (`milvus_versions`). Version 0 keeps the name it had.
 
 Index type: `AUTO` picks FLAT up to `AUTO_FLAT_MAX_ROWS` rows and HNSW above. FLAT is exact, so it returns the
 same hits and scores as `ExactIndex`, and a filtered FLAT search always returns min(k, matching) hits, which
@@ -40,25 +44,42 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
 
 
 def index_identity(manifest: dict[str, Any]) -> str:
-    """12 hex digits that change whenever the index's vectors could: new bundle, encoder, dtype or build."""
+    """12 hex digits that change whenever the index's vectors could: new bundle, encoder, dtype or build; then
+    `_v<N>` for a live update's snapshot at knowledge-base version N > 0 (the digits stay its ingest's)."""
+    version = int(manifest.get("kb_version", 0))
+    created = manifest.get("created_unix", 0)
+    if version:  # a snapshot's own build time changes with every fold; its lineage is its ingest's
+        created = manifest.get("ingested_unix", created)
     fields = {
         "bundle": manifest.get("bundle", {}).get("sha256", ""),
         "encoder": manifest.get("encoder", {}).get("name", ""),
         "dim": manifest.get("encoder", {}).get("dim", 0),
         "dtype": manifest.get("vector_dtype", ""),
-        "created": manifest.get("created_unix", 0),
+        "created": created,
     }
-    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]
+    digits = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]
+    return f"{digits}_v{version}" if version else digits
+
+
+def collection_stem(manifest: dict[str, Any], prefix: str = "skbqa") -> str:
+    """`<prefix>_<schema>_<identity digits>`: what every knowledge-base version of one index's names begin with."""
+    schema = _UNSAFE.sub("_", str(manifest.get("schema_name", "")))[:64]
+    stem = "_".join(p for p in (_UNSAFE.sub("_", prefix), schema, index_identity(manifest).split("_v")[0]) if p)
+    return stem if re.match(r"[A-Za-z_]", stem) else "_" + stem  # a prefix starting with a digit
 
 
 def collection_name(manifest: dict[str, Any], embedding_set: str, prefix: str = "skbqa") -> str:
     """`<prefix>_<schema>_<identity>_<set>`, reduced to what Milvus accepts ([A-Za-z_][A-Za-z0-9_]*, ≤ 255)."""
-    schema = _UNSAFE.sub("_", str(manifest.get("schema_name", "")))[:64]
-    parts = [_UNSAFE.sub("_", prefix), schema, index_identity(manifest), _UNSAFE.sub("_", embedding_set)]
-    name = "_".join(p for p in parts if p)
-    if not re.match(r"[A-Za-z_]", name):
-        name = "_" + name  # a prefix starting with a digit
-    return name[:255]
+    version = int(manifest.get("kb_version", 0))
+    parts = [collection_stem(manifest, prefix), f"v{version}" if version else "", _UNSAFE.sub("_", embedding_set)]
+    return "_".join(p for p in parts if p)[:255]
+
+
+def collection_version(name: str, stem: str) -> int | None:
+    """The knowledge-base version of collection `name` if it is one of the index's with `stem`, else None."""
+    sets = "|".join(re.escape(s) for s in EMBEDDING_SETS)
+    found = re.fullmatch(rf"{re.escape(stem)}(?:_v(\d+))?_(?:{sets})", name)
+    return None if found is None else int(found.group(1) or 0)
 
 
 def choose_index_type(rows: int, index_type: str = AUTO) -> str:
@@ -130,6 +151,14 @@ class _Catalog:
             if not names:
                 return {}
             return dict(self._client.describe_index(collection, names[0], timeout=self._timeout))
+
+    def names(self) -> list[str]:
+        with self.errors("list_collections", ""):
+            return [str(name) for name in self._client.list_collections(timeout=self._timeout)]
+
+    def drop(self, collection: str) -> None:
+        with self.errors("drop_collection", collection):
+            self._client.drop_collection(collection, timeout=self._timeout)
 
     def index_type(self, collection: str) -> str | None:
         """The collection's vector index type as the adapter names it (None when unknown or unindexed)."""

@@ -194,3 +194,14 @@ def with_milvus_vectors(
     # them (search with node_types/keys, vectors_for, __len__, dim), which tests/integration checks end to end.
     vectors = cast(dict[str, ExactIndex], {**stores.vectors, **milvus})
     return replace(stores, vectors=vectors)
+
+
+def close_milvus_vectors(stores: IndexStores) -> int:
+    """Close the Milvus clients of `stores` (a knowledge-base version no longer served: each client would keep
+    its connection for the life of the process). A late search on one reconnects. Returns how many closed."""
+    closed = 0
+    for index in stores.vectors.values():
+        if isinstance(index, MilvusIndex):
+            index.close()
+            closed += 1
+    return closed
