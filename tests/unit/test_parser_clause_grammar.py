@@ -122,3 +122,10 @@ def test_a_cue_for_the_answers_text_by_its_grammar(engine: EmbeddedEngine, quest
     assert [t.lower() for t in parsed.text_constraints] == ["harbour"]  # the keyword, not the cue's words
     assert constants(parsed) == {"c1": ("singer", ("Ana Lima",))}
     assert engine.ask(question, strategy="af").items[0].node_id == 20
+
+
+def test_a_quoted_keyword_ends_its_cue_at_the_clause(engine: EmbeddedEngine) -> None:
+    question = "songs whose text contains the word 'harbour': which are sung by Ana Lima?"
+    parsed = parse(engine, question)
+    assert constants(parsed) == {"c1": ("singer", ("Ana Lima",))}  # the rest is no keyword of the text
+    assert [t.lower() for t in parsed.text_constraints] == ["harbour"]

@@ -6,6 +6,7 @@ institution*)", "bank, *meaning '…'*", "bank *in the finance sense*") picks wh
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from skbqa.engine.embedded import EmbeddedEngine
@@ -132,6 +133,9 @@ def test_sense_qualifiers_are_cut_from_the_question() -> None:
         ("which terms are parts of bank (as in: a financial institution)", {4, 5}),
         ("which terms are parts of bank, meaning 'sloping land beside a body of water'", {3}),
         ("which terms are parts of bank", {3, 4, 5}),  # no qualifier: every sense
+        # plain words in parentheses that one sense's gloss shares: a qualifier too
+        ("which terms are parts of bank (an institution that lends money)", {4, 5}),
+        ("which terms are parts of bank (land by a river)", {3}),
     ],
 )
 def test_a_sense_qualifier_picks_the_nodes_a_name_means(
@@ -140,3 +144,19 @@ def test_a_sense_qualifier_picks_the_nodes_a_name_means(
     got = {item.node_id for item in engine.ask(question, strategy="af").items[: len(expected)]}
     assert got == expected
     assert names(parse(engine, question)) == [("bank",)]
+
+
+def test_words_in_parentheses_that_gloss_no_sense_stay_in_the_question(engine: EmbeddedEngine) -> None:
+    from skbqa.stages.parse.sense_qualifiers import cut_glosses
+
+    nodes = engine.stores.nodes
+    banks = nodes.positions([1, 2])
+
+    def positions(name: str) -> np.ndarray:
+        return banks if name == "bank" else banks[:0]
+
+    question = "parts of bank (direct parts only)"  # a constraint, not a gloss: no sense's document shares it
+    assert cut_glosses(question, [], positions, nodes) == (question, [])
+    cut, qualifiers = cut_glosses("parts of bank (sloping land) or car", [], positions, nodes)
+    assert cut == "parts of bank or car"
+    assert [(q.after, sorted(q.words)) for q in qualifiers] == [(len("parts of bank"), ["land", "sloping"])]

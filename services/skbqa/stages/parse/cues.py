@@ -69,6 +69,7 @@ WORD_NOUNS = frozenset(
     {"word", "words", "term", "terms", "phrase", "phrases", "keyword", "keywords", "expression"}
 )
 TEXT_VERB_LINKS = frozenset({"with", "using", "by", "through"})
+TEXT_WITH = frozenset({"with", "using"})
 _ARTICLES = frozenset({"the", "a", "an"})
 TEXT_FIELD = "cue"  # how `text_fields` claims a phrase naming the answer's own text ("whose gloss")
 
@@ -76,20 +77,21 @@ TEXT_FIELD = "cue"  # how `text_fields` claims a phrase naming the answer's own 
 def grammar_cue(text: QuestionText, words: list[str], i: int) -> int:
     """The number of words of a cue starting at `i` by the grammar above (0: none)."""
     j = i + 1
+    bare = False  # whether the cue may end without a noun for words
     if words[i] in TEXT_VERBS:
         if j >= len(words) or words[j] not in TEXT_VERB_LINKS:
             return 0  # "a term *defined* in X" says where, not what words
+        # "an attribute *described by* X" may be a relation's agent; "*described with* X" is the answer's text
+        bare = words[j] in TEXT_WITH
         j += 1
     elif words[i] in SAYING_VERBS:
-        if i > 0 and text.claimed[i - 1] == TEXT_FIELD:
-            return 1
+        bare = i > 0 and text.claimed[i - 1] == TEXT_FIELD
     else:
         return 0
-    if j < len(words) and words[j] in _ARTICLES:
-        j += 1
-    if j < len(words) and words[j] in WORD_NOUNS:
-        return j + 1 - i
-    return j - i if words[i] in TEXT_VERBS else 0
+    k = j + 1 if j < len(words) and words[j] in _ARTICLES else j
+    if k < len(words) and words[k] in WORD_NOUNS:
+        return k + 1 - i
+    return j - i if bare else 0
 
 
 # Cues that may also introduce a relation ("papers about <a field>"): their span becomes a constant instead when
@@ -131,7 +133,7 @@ def claim_text_cues(
             body_end < len(words)
             and text.claimed[body_end] is None
             and not text.is_boundary_word(body_end)
-            and not (body_end > body_start and text.boundary_before(body_end))
+            and not text.boundary_before(body_end)  # "contains the word 'x': which …": the quote was its object
         ):
             body_end += 1
         if body_end == body_start:  # nothing after the cue (its object was a quote): the cue words say nothing

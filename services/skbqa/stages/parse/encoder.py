@@ -40,7 +40,7 @@ from skbqa.stages.parse.existence import add_existence_triplets
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.reached_types import ReachedTypes
 from skbqa.stages.parse.relations import RelationChooser
-from skbqa.stages.parse.sense_qualifiers import cut_qualifiers, narrow
+from skbqa.stages.parse.sense_qualifiers import cut_glosses, cut_qualifiers, narrow
 from skbqa.stages.parse.sentence_joins import drop_restated_aside, join_sentences, join_topic
 from skbqa.stages.parse.target_type import TargetTypeGuesser, TargetTypeReader
 from skbqa.stages.parse.text_fields import claim_text_fields, text_nouns
@@ -159,6 +159,10 @@ class EncoderParser:
             question = lifted
             warnings.append("an adverbial's noun read as what the question asks for")
         question, qualifiers = cut_qualifiers(question)
+        lexicon = self._lexicon()
+        question, qualifiers = cut_glosses(
+            question, qualifiers, lambda name: lexicon.positions(name, original=name), self._stores.nodes
+        )
         if qualifiers:
             warnings.append(f"{len(qualifiers)} sense qualifier(s) read as which node a name means")
         text = QuestionText.of(question, is_name=self._is_name if reading.head_noun else None)

@@ -9,11 +9,15 @@ English only; nothing of any one SKB.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+import numpy as np
+
+from skbqa.ingest.documents import document
 from skbqa.stages.parse.constants import Constant
 from skbqa.stages.parse.question_text import QuestionText
-from skbqa.stages.senses import closest_senses, sense_words
+from skbqa.stages.senses import MAX_NODES_SCORED, closest_senses, sense_words
 from skbqa.stores.nodes import NodeTable
 
 _QUOTE = r"['\"“”‘’]"
@@ -27,6 +31,14 @@ _PATTERNS = (
     re.compile(r"\s+as\s+an?\s+(?P<q>noun|verb|adjective|adverb)\b", re.IGNORECASE),
     re.compile(r"\s*\(\s*(?P<q>[a-z]+\.[a-z]+)\s*\)"),  # a dotted category in parentheses ("noun.feeling")
 )
+
+
+# A name followed by words in parentheses that are no pattern above: "dry (*free from liquid or moisture*)", "stand
+# (*be upright*)". Such words are a gloss only when the data says so (`cut_glosses`): parentheses also hold
+# constraints ("(direct subtypes)", "(not individual people)").
+_PARENTHESIS = re.compile(r"(?P<name>(?:[\w'-]+ ){0,2}[\w'-]+)\s*\(\s*(?P<q>[a-z][^()]*?)\s*\)")
+GLOSS_SHARE = 0.5  # of a parenthesis's sense words one node of the name's document must share, and at least
+MIN_GLOSS_WORDS = 2  # this many
 
 
 @dataclass(frozen=True)
@@ -48,6 +60,42 @@ def cut_qualifiers(question: str) -> tuple[str, list[Qualifier]]:
             ]
             found.append(Qualifier(match.start(), sense_words(said)))
     return question, sorted(found, key=lambda q: q.after)
+
+
+def cut_glosses(
+    question: str, qualifiers: list[Qualifier], positions: Callable[[str], np.ndarray], nodes: NodeTable
+) -> tuple[str, list[Qualifier]]:
+    """`cut_qualifiers` for a parenthesis of plain words after a name of several nodes, when one of those nodes'
+    documents shares most of its words: it says which node the name means ("dry (free from liquid or moisture)").
+    `positions`: the nodes a name names."""
+    found = list(qualifiers)
+    at = 0
+    while (match := _PARENTHESIS.search(question, at)) is not None:
+        words = sense_words(match.group("q"))
+        if len(words) < MIN_GLOSS_WORDS or not _glosses(match.group("name"), words, positions, nodes):
+            at = match.start("q")
+            continue
+        end = match.end("name")
+        question = question[:end] + question[match.end() :]
+        cut = match.end() - end
+        found = [replace(q, after=q.after - cut) if q.after > end else q for q in found]
+        found.append(Qualifier(end, words))
+        at = end
+    return question, sorted(found, key=lambda q: q.after)
+
+
+def _glosses(name: str, words: frozenset[str], positions: Callable[[str], np.ndarray], nodes: NodeTable) -> bool:
+    said = name.split()
+    for k in range(len(said)):  # the longest name that ends right before the parenthesis
+        found = positions(" ".join(said[k:]))
+        if found.size >= 2:
+            needed = max(MIN_GLOSS_WORDS, GLOSS_SHARE * len(words))
+            return any(
+                len(words & sense_words(document(nodes, int(p)))) >= needed for p in found[:MAX_NODES_SCORED]
+            )
+        if found.size:
+            return False
+    return False
 
 
 def narrow(
