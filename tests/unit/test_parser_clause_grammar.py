@@ -34,6 +34,7 @@ NODES = [
     {"id": 3, "type": "genre", "name": "sea shanty", "text": "work songs of sailors"},
     {"id": 4, "type": "genre", "name": "punk", "text": "fast loud rock"},
     {"id": 5, "type": "genre", "name": "celtic folk", "text": "folk music of Ireland and Scotland"},
+    {"id": 6, "type": "genre", "name": "things", "text": "a genre named after a band"},
     {"id": 10, "type": "singer", "name": "Ana Lima", "text": "a singer from Lisbon"},
     {"id": 11, "type": "singer", "name": "Tom Reed", "text": "a singer from Bristol"},
     {"id": 20, "type": "song", "name": "Harbour Lights", "text": "a ballad about a harbour at night"},
@@ -129,3 +130,16 @@ def test_a_quoted_keyword_ends_its_cue_at_the_clause(engine: EmbeddedEngine) -> 
     parsed = parse(engine, question)
     assert constants(parsed) == {"c1": ("singer", ("Ana Lima",))}  # the rest is no keyword of the text
     assert [t.lower() for t in parsed.text_constraints] == ["harbour"]
+
+
+def test_a_name_of_several_words_said_in_the_plural(engine: EmbeddedEngine) -> None:
+    question = "which songs are sea shanties?"
+    parsed = parse(engine, question)
+    assert constants(parsed) == {"c1": ("genre", ("sea shanties",))}
+    # step 4 finds the same node for the name: both rowing and harbour songs, nothing else first
+    assert {item.node_id for item in engine.ask(question, strategy="af").items[:2]} == {20, 23}
+
+
+def test_a_placeholder_word_is_no_name(engine: EmbeddedEngine) -> None:
+    parsed = parse(engine, "songs in things that are a kind of folk")
+    assert all("things" not in names for _, names in constants(parsed).values())

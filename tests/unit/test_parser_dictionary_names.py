@@ -27,7 +27,7 @@ SCHEMA = {
         {"name": "kind_of", "source": "noun_sense", "target": "noun_sense",
          "description": "Hypernymy: the sense is a kind of the target sense, a more specific meaning of it"},
         {"name": "part_of", "source": "noun_sense", "target": "noun_sense",
-         "description": "Meronymy: the sense is a part of the target sense, it belongs to it"},
+         "description": "Meronymy: the sense is a part of the target sense, it belongs to it (the target is made of its parts)"},
         {"name": "derivationally_related", "source": "noun_sense", "target": "verb_sense",
          "description": "Derivation: the sense shares a word root with the target sense"},
         {"name": "antonym_of", "source": "adverb_sense", "target": "adverb_sense",
@@ -55,6 +55,7 @@ SENSES = [
     (18, "verb_sense", "share", "have in common"),
     (19, "noun_sense", "root", "the part of a plant below the ground"),
     (20, "verb_sense", "belong to", "be a part or member of something"),
+    (21, "verb_sense", "make up", "form or compose"),
 ]
 NODES = [{"id": i, "type": t, "name": n, "text": g} for i, t, n, g in SENSES]
 EDGES = [
@@ -110,6 +111,11 @@ def test_a_verb_after_and_is_a_second_relation_of_the_answer(engine: EmbeddedEng
     # answer's second relation ("*and belong to* car"), where "and swelling of" could have been a second name
     parsed = parse(engine, "which terms are kinds of vehicle and belong to car")
     assert names(parsed) == [("vehicle",), ("car",)]
+
+
+def test_a_phrasal_verb_of_a_relation_is_no_name(engine: EmbeddedEngine) -> None:
+    # "make up" names a verb sense; its verb is the schema's ("made of its parts", in its plain form)
+    assert names(parse(engine, "which terms make up a car")) == [("car",)]
 
 
 def test_an_adverb_after_a_preposition_is_a_name(engine: EmbeddedEngine) -> None:

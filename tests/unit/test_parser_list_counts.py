@@ -1,7 +1,7 @@
 """A numeric attribute that counts a list attribute's items is named by what the list holds: "recipes with more
 than 3 *ingredients*" (`ingredient_total`, beside `ingredients`), "entries with over 2 *forms*", and by the word
 the description glosses the list with ("all spellings (forms …)"). Words for another name ("synonym", "alias")
-leave the node's own name out of the count where the list holds it. And when the graph has no node that fits a
+leave the node's own name out of the count where the list holds it; "names" count all of such a list. And when the graph has no node that fits a
 parse, the ranking does not trust a target type read off that parse's relations."""
 
 from __future__ import annotations
@@ -60,8 +60,8 @@ def test_a_count_column_is_found_beside_the_list_it_counts() -> None:
     descriptions = " ".join(t.description for t in SCHEMA.node_types)
     entries = counted_lists(catalog(), "entry", descriptions)
     assert [(c.count_key, c.nouns, c.holds_name) for c in entries] == [
-        ("form_number", ("form", "synonym"), True)
-    ]  # the rating counts nothing
+        ("form_number", ("form", "synonym", "name"), True)
+    ]  # the rating counts nothing; a list that holds the own name is the entry's names
     recipes = counted_lists(catalog(), "recipe", descriptions)
     assert [(c.count_key, c.nouns, c.holds_name) for c in recipes] == [
         ("ingredient_total", ("ingredient",), False)
@@ -80,6 +80,12 @@ def test_a_word_for_another_name_leaves_the_name_out_of_the_count() -> None:
     assert read("entries that have no synonyms", "entry") == [("form_number", "=", 1)]
     assert read("entries without synonyms", "entry") == [("form_number", "=", 1)]
     assert read("entries with more than 2 synonyms", "entry") == [("form_number", ">", 3)]
+
+
+def test_names_count_the_items_of_a_list_that_holds_the_own_name() -> None:
+    assert read("entries with more than one name", "entry") == [("form_number", ">", 1)]
+    assert read("entries known by two names", "entry") == [("form_number", "=", 2)]
+    assert read("recipes with more than one name", "recipe") == []  # their list holds no name of theirs
 
 
 def test_a_parse_the_graph_refutes_is_told_from_one_it_supports() -> None:

@@ -13,7 +13,7 @@ import numpy as np
 
 from skbqa.query.context import QueryContext
 from skbqa.stages.english import is_english, word_classes
-from skbqa.stages.parse.chain_words import RELATING_PREPOSITIONS, RELATIVE_PRONOUNS
+from skbqa.stages.parse.chain_words import PLACEHOLDERS, RELATING_PREPOSITIONS, RELATIVE_PRONOUNS
 from skbqa.stages.parse.modifier_words import COMPARATIVES, compared, only_a_modifier
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.relation_labels import RelationLabels
@@ -22,20 +22,18 @@ from skbqa.stages.parse.relations import stems
 from skbqa.stages.parse.spelling import Speller
 from skbqa.stages.parse.type_descriptions import called_nouns
 from skbqa.stages.parse.type_mentions import QUESTION_WORDS, TypeVocabulary, noun_lemma
+from skbqa.stages.plural_names import name_positions
 from skbqa.stores.index import IndexStores
 from skbqa.stores.lexicon import NameLexicon
 
 FUZZY_MIN_COSINE = 0.86  # a leftover phrase links to a node name only when the name vectors are this close
 MIN_SINGLE_WORD_CHARS = 2
-# English words of two letters that are not names (besides the function words): a one-word name this short must
-# be none of them ("tk", "jq" and "C3" are names; "we", "up" are not).
+# Two-letter English words that are no names ("tk", "jq" and "C3" are names; "we", "up" are not).
 SHORT_ENGLISH = frozenset(
     {"am", "go", "he", "hi", "id", "if", "im", "ma", "mr", "ms", "my", "oh", "ok", "so", "up", "us", "vs", "we",
      "ie", "eg", "et", "al", "re", "pm", "st", "nd", "rd", "th"}
 )  # fmt: skip
-# An indefinite article before a single word makes it a common noun ("a library built from …", "an archive"),
-# not the name of one node.
-INDEFINITE_ARTICLES = frozenset({"a", "an"})
+INDEFINITE_ARTICLES = frozenset({"a", "an"})  # before a single word: a common noun ("an archive"), no name
 MIN_FUZZY_WORDS = 2
 LONG_RESPELL_NAME_WORDS = 3  # a long word English also knows is respelt only inside a name this long
 MIN_SINGLE_CORRECTED_CHARS = 7  # a corrected one-word name must be long: short unknown words are mostly jargon
@@ -122,7 +120,9 @@ class ConstantSpotter:
                     if not text.free(i, i + n) or not self._may_be_name(text, i, i + n):
                         continue
                     surface = text.span_text(i, i + n)
-                    positions = lexicon.positions(surface, original=surface)
+                    positions = name_positions(
+                        lexicon, surface, lambda w: states_a_relation(w, self._stated_stems)
+                    )
                     if positions.size:
                         hit = Constant(i, i + n, surface, positions, True)
                         break
@@ -261,6 +261,8 @@ class ConstantSpotter:
         word = text.tokens[index].lower
         if len(word) < MIN_SINGLE_WORD_CHARS or word in FUNCTION_WORDS or word in self._type_name_words:
             return False
+        if word in PLACEHOLDERS and text.tokens[index].text.islower():  # "kinds of *things* that …": no name
+            return False
         lower = text.tokens[index].text.islower() or index == 0
         # (not "to" before a verb: "I'd like to *know* …" is an infinitive)
         after_preposition = index > 0 and (
@@ -289,8 +291,7 @@ class ConstantSpotter:
         ):
             # "but *only* those …", "*less* than 9": English, unless a type word says it is one ("the less package")
             return False
-        # "a subtype of …", "a protein that …" introduce an unnamed node; "the parts of *a car*", ending its clause,
-        # names one
+        # "a subtype of …", "a protein that …" introduce an unnamed node; "the parts of *a car*" names one
         ends_clause = index + 1 >= len(text) or text.boundary_before(index + 1)
         start = index
         # "a *noun* sense that …", "an *adjective* term which …": the schema's own words for its nodes between the
@@ -338,8 +339,7 @@ class ConstantSpotter:
             while end > start and self.connecting(text.tokens[end - 1].lower):
                 end -= 1
             content = [w for w in text.words(start, end) if not self.connecting(w) and not w.isdigit()]
-            # One leftover word is a verb or a number far more often than a misspelt name, and the lexicon
-            # already tried it exactly: the embedding fallback is for phrases.
+            # One leftover word is a verb or a number far more often than a misspelt name: fallback for phrases
             if len(content) >= MIN_FUZZY_WORDS and not self._types.occurs_in(text.words(start, end)):
                 runs.append((start, end))
         if not runs:

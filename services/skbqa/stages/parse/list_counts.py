@@ -23,6 +23,7 @@ SAMPLE = 2000  # nodes compared per (count, list) pair
 AGREEMENT = 0.95  # share of sampled nodes whose count equals their list's length
 # English nouns for another name of the same thing: the thing's own name is not one of them.
 OTHER_NAME_WORDS = frozenset({"synonym", "alias", "alternate", "alternative"})
+OWN_NAME_WORD = "name"
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,10 @@ def counted_lists(catalog: AttributeCatalog, node_type: str, description: str) -
                 continue
             label = humanise(listed.key).split()
             nouns = tuple(dict.fromkeys(w for w in (_singular(label[-1]), *_glosses(label, description)) if w))
-            found.append(CountedList(count.key, nouns, _holds_name(catalog, listed)))
+            holds_name = _holds_name(catalog, listed)
+            if holds_name:  # a list that holds the node's own name is its names: "with more than one *name*"
+                nouns = (*nouns, OWN_NAME_WORD)
+            found.append(CountedList(count.key, nouns, holds_name))
             break
     return found
 

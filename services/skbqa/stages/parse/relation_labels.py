@@ -14,6 +14,7 @@ import numpy as np
 from skbqa.stages.english import is_english, word_classes
 from skbqa.stages.parse.chain_words import RELATIVE_PRONOUNS
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
+from skbqa.stages.parse.relation_verbs import verb_lemma
 from skbqa.stages.parse.relations import stems
 from skbqa.stages.parse.type_mentions import noun_lemma
 from skbqa.stages.parse.type_synonyms import COPULAS
@@ -50,6 +51,7 @@ EDGE_NAME = "edge_name"  # how a name that says an edge's name is claimed
 # ("if I *install* X, which …") is claimed as "relation": it may belong to another clause than the question's.
 LABELLING_NOUN = "labelling_noun"
 RELATION_PREPOSITIONS = frozenset({"of", "to", "as", "with", "from"})
+PARTICLES = frozenset({"up", "out", "off", "down", "away", "over"})
 MIN_PREFIX_CHARS = 4  # "hypernyms *of*", "belong *to*", "marked *as*"
 
 
@@ -65,6 +67,8 @@ class RelationLabels:
         self._edge_text_stems = set().union(
             *(stems(f"{e.name.replace('_', ' ')} {e.description}") for e in schema.edge_types)
         )
+        # and their verbs' plain forms: "of which it is *made*" states "*make* up"
+        self._edge_text_stems |= stems(" ".join(verb_lemma(w) for w in self._edge_text_words))
         type_stems = set().union(*(stems(t.name.replace("_", " ")) for t in schema.node_types))
         # each edge's own words, type names aside, when there are several: "mode", "inheritance"
         self._edge_phrases = [
@@ -110,6 +114,8 @@ class RelationLabels:
         copula or a relative pronoun, or before "of", "to", "as" or "with"), says that relation."""
         words = text.words(constant.start, constant.end)
         content = [w for w in words if w not in FUNCTION_WORDS]
+        if len(content) == 2 and content[1] in PARTICLES and "VERB" in word_classes(content[0]):
+            content = content[:1]  # a phrasal verb ("components that *make up* X") says its verb's relation
         if len(content) != 1 or not text.tokens[constant.start].text.islower():
             return False
         if self._in_an_edge_description(text, constant):

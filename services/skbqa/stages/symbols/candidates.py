@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from skbqa.query.structured import Symbol
+from skbqa.stages.plural_names import name_positions
 from skbqa.stages.senses import closest_senses
 from skbqa.stores.lexicon import NameLexicon
 from skbqa.stores.nodes import NodeTable
@@ -33,7 +34,7 @@ def constant_candidates(
     ordered: list[np.ndarray] = []
     unmeant: list[np.ndarray] = []
     for name in constant.names:
-        exact = lexicon.positions(name, original=name)
+        exact = name_positions(lexicon, name)
         if type_code is not None and exact.size:
             exact = exact[node_types[exact] == type_code]
         if constant.sense and nodes is not None:
