@@ -166,3 +166,15 @@ def test_words_in_parentheses_that_gloss_no_sense_stay_in_the_question(engine: E
     cut, qualifiers = cut_glosses("parts of bank (sloping land) or car", [], positions, nodes)
     assert cut == "parts of bank or car"
     assert [(q.after, sorted(q.words)) for q in qualifiers] == [(len("parts of bank"), ["land", "sloping"])]
+
+
+def test_a_head_noun_that_names_a_class_of_nodes_constrains_the_answer(engine: EmbeddedEngine) -> None:
+    # "vehicles" is no word of the schema for a type, but the name of a sense that another sense is a kind of
+    parsed = parse(engine, "which vehicles are there?")
+    assert names(parsed) == [("vehicle",)]
+    assert edges(parsed) == {("y", None, "c1")}
+    items = engine.ask("which vehicles are there?", strategy="af").items
+    grounded = [i.node_id for i in items if "grounded" in str(i.evidence.get("strand", ""))]
+    assert grounded[:1] == [6]  # the car, a kind of vehicle, first of what the graph grounds
+    # "terms" is what the type's description calls its nodes: a word for the type, no class
+    assert names(parse(engine, "which terms are parts of a car")) == [("car",)]

@@ -67,14 +67,14 @@ class ConstantSpotter:
         # A word of a multi-word type name on its own ("the curl *source*", "a *virtual* one") speaks of the type.
         # what the schema says its nodes are called ("also called a word, term, concept …"): the question's words
         # for what it asks about, even where a node bears the word as its name (every word does in a dictionary)
-        self._called = called_nouns(schema)
+        self.called = called_nouns(schema)
         self._type_name_words = {
             word
             for t in schema.node_types
             if len(words := t.name.replace("/", " ").replace("_", " ").replace("-", " ").lower().split()) > 1
             for word in words
         }
-        self._node_words = self._called | self._type_name_words
+        self.node_words = self.called | self._type_name_words
         self._labels = RelationLabels(stores)
         self.relation_stems = set().union(*(stems(e.name + " " + e.description) for e in schema.edge_types))
         self._stated_stems = stated_stems(schema.edge_types)
@@ -154,7 +154,7 @@ class ConstantSpotter:
                 if i == constant.end and not ends and text.tokens[i + 1].lower not in ("and", "or"):
                     continue
                 word = text.tokens[i].lower
-                if word in self._called and self._types.introduces(word):
+                if word in self.called and self._types.introduces(word):
                     text.claim(i, i + 1, "type")
 
     def _drop_typing_words(self, text: QuestionText, found: list[Constant]) -> list[Constant]:
@@ -269,7 +269,7 @@ class ConstantSpotter:
             text.tokens[index - 1].lower in RELATING_PREPOSITIONS
             and not (text.tokens[index - 1].lower == "to" and "NOUN" not in word_classes(word))
         )
-        if lower and not after_preposition and (word in self._called or is_discourse_word(word)):
+        if lower and not after_preposition and (word in self.called or is_discourse_word(word)):
             return False  # "which *words* …", "I'd like to *know* …", "*Help* me find …": how one asks
         if len(word) == 2 and (word in SHORT_ENGLISH or not word.isalnum()):
             return False
@@ -297,9 +297,7 @@ class ConstantSpotter:
         # "a *noun* sense that …", "an *adjective* term which …": the schema's own words for its nodes between the
         # article and the word still introduce an unnamed node
         while (
-            start > 1
-            and text.tokens[start - 1].text.islower()
-            and text.tokens[start - 1].lower in self._node_words
+            start > 1 and text.tokens[start - 1].text.islower() and text.tokens[start - 1].lower in self.node_words
         ):
             start -= 1
         return start == 0 or text.tokens[start - 1].lower not in INDEFINITE_ARTICLES or ends_clause

@@ -37,6 +37,7 @@ from skbqa.stages.parse.constants import FUZZY_MIN_COSINE, Constant, ConstantSpo
 from skbqa.stages.parse.cue_reader import CueReader
 from skbqa.stages.parse.cues import claim_text_cues
 from skbqa.stages.parse.existence import add_existence_triplets
+from skbqa.stages.parse.head_class import add_head_class
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.reached_types import ReachedTypes
 from skbqa.stages.parse.relations import RelationChooser
@@ -206,6 +207,8 @@ class EncoderParser:
         with query.stage("parse.relations"):
             parsed = self._assembler.assemble(query, text, target_type, constants, warnings, chains=reading.chains)
         parsed.constraints.extend(constraints)
+        if type_source == "synonym":
+            add_head_class(parsed, text, self._constants.node_words, self._lexicon(), self._stores, warnings)
         if reading.chains:
             starts = {c.start for c in constants}
             chooser = self._relations(query.encoder)
