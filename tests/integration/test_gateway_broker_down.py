@@ -28,7 +28,10 @@ pytestmark = [pytest.mark.kafka, pytest.mark.distributed, pytest.mark.timeout(24
 
 BUS_OPTIONS = "session_timeout_ms=2000&heartbeat_interval_ms=500"
 REQUEST_TIMEOUT_S = 3.0
-SLACK_S = 0.3  # scheduling on a shared two-core machine; the promise is ~0.1 s
+# The gateway, its stage and the ten callers share this process and two cores, so a call's own thread may be
+# scheduled late; the property under test is that no call waits behind another's publish, which would cost at
+# least one more deadline, so the slack stays well under the shortest deadline.
+SLACK_S = 1.0
 
 
 @pytest.fixture

@@ -17,11 +17,19 @@ from pathlib import Path
 from skbqa.devstack.processes import ProcessRecord, alive, read_state, write_state
 from skbqa.devstack.supervisor import Supervisor
 
-# A parent that starts `sleep`, prints its pid, kills it and then waits on stdin without reaping it.
+# A parent that starts `sleep`, kills it, waits until the kernel shows it as a zombie (SIGKILL is delivered
+# asynchronously: right after kill() the child may still be running), prints its pid and then waits on stdin
+# without reaping it.
 PARENT = """
-import os, signal, subprocess, sys
+import os, signal, subprocess, sys, time
 child = subprocess.Popen(["sleep", "60"], start_new_session=True)
 os.killpg(child.pid, signal.SIGKILL)
+deadline = time.monotonic() + 10
+while time.monotonic() < deadline:
+    with open(f"/proc/{child.pid}/stat") as stat:
+        if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
+            break
+    time.sleep(0.01)
 print(child.pid, flush=True)
 sys.stdin.read()
 """
