@@ -110,6 +110,6 @@ def test_a_lost_broker_never_holds_a_call_past_its_deadline(gateway: tuple[Broke
     wait_for_health((port, stage_port), health_pb2.HealthCheckResponse.NOT_SERVING, within_s=20)
     assert health(port, "liveness") == health(stage_port, "liveness") == health_pb2.HealthCheckResponse.SERVING
     elapsed, code = timed_ask(port, None)
-    assert code == grpc.StatusCode.UNAVAILABLE and elapsed < 1.0, (code, elapsed)
+    assert code == grpc.StatusCode.UNAVAILABLE and elapsed < 2.0, (code, elapsed)
     broker.start_tansu_only()
     wait_for_health((port, stage_port), health_pb2.HealthCheckResponse.SERVING, within_s=30)
