@@ -24,6 +24,7 @@ from skbqa.query.context import QueryContext
 from skbqa.query.encoder import Encoder
 from skbqa.query.structured import AttributeConstraint, StructuredQuery
 from skbqa.stages.parse.abbreviations import Abbreviations
+from skbqa.stages.parse.anaphors import drop_anaphors
 from skbqa.stages.parse.assemble import QueryAssembler
 from skbqa.stages.parse.base import Reading
 from skbqa.stages.parse.chain_words import (
@@ -37,7 +38,7 @@ from skbqa.stages.parse.constants import FUZZY_MIN_COSINE, Constant, ConstantSpo
 from skbqa.stages.parse.cue_reader import CueReader
 from skbqa.stages.parse.cues import claim_text_cues
 from skbqa.stages.parse.existence import add_existence_triplets
-from skbqa.stages.parse.head_class import add_head_class
+from skbqa.stages.parse.head_class import add_head_class, claim_relation_head
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.reached_types import ReachedTypes
 from skbqa.stages.parse.relations import RelationChooser
@@ -189,7 +190,7 @@ class EncoderParser:
             self._claim_knowledge_base_context(text, warnings)
             constants = self._constants.exact(text, typos=reading.typos)
             constants += self._constants.fuzzy(text, query)
-            constants = narrow(text, constants, qualifiers, self._stores.nodes)
+            constants = drop_anaphors(text, narrow(text, constants, qualifiers, self._stores.nodes))
         if type_source in ("word", "synonym") and target_type is not None:
             constants = self._drop_answer_qualifiers(text, constants, target_type, warnings)
         if type_source in WEAK_TYPE_SOURCES and reading.head_noun:
@@ -204,6 +205,10 @@ class EncoderParser:
             if reached is not None:  # the graph corroborates the guess or overrules it
                 warnings.append(f"target type {reached!r}: where the edge the question names leads in the graph")
                 target_type, type_source = reached, "relation"
+        said = claim_relation_head(text, self._stores, warnings) if type_source == "synonym" else None
+        if said is not None and said != target_type:
+            target_type = said
+            constraints = self._spot_attributes(text, said, True) if self._spot_attributes else []
         with query.stage("parse.relations"):
             parsed = self._assembler.assemble(query, text, target_type, constants, warnings, chains=reading.chains)
         parsed.constraints.extend(constraints)

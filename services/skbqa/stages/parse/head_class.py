@@ -11,14 +11,16 @@ import re
 
 from skbqa.query.structured import StructuredQuery, Symbol, Triplet
 from skbqa.stages.parse.question_text import QuestionText
+from skbqa.stages.parse.relation_labels import EDGE_NAME
+from skbqa.stages.parse.relations import stems
 from skbqa.stores.index import IndexStores
 from skbqa.stores.lexicon import NameLexicon
 
 TARGET_CLAIM = "target"
 
 
-def head_words(text: QuestionText) -> list[str]:
-    """The words of the last run of tokens claimed as the answer's head noun (in their order)."""
+def head_runs(text: QuestionText) -> list[list[int]]:
+    """The runs of consecutive tokens claimed as the answer's head noun."""
     runs: list[list[int]] = []
     for i, claim in enumerate(text.claimed):
         if claim != TARGET_CLAIM:
@@ -27,7 +29,57 @@ def head_words(text: QuestionText) -> list[str]:
             runs[-1].append(i)
         else:
             runs.append([i])
+    return runs
+
+
+def head_words(text: QuestionText) -> list[str]:
+    """The words of the last run of tokens claimed as the answer's head noun (in their order)."""
+    runs = head_runs(text)
     return [text.tokens[i].lower for i in runs[-1]] if runs else []
+
+
+def relation_nouns(stores: IndexStores) -> frozenset[str]:
+    """The words of the edge types' names and descriptions, their examples in parentheses left out ("part of":
+    "a component of the whole (wheel -> car)" gives "component", not "wheel"), less every word the node types'
+    names and descriptions use ("the verb *sense* is grouped with …" where a verb type is "a verb sense")."""
+    schema = stores.nodes.schema
+    said = set().union(*(_words(f"{e.name.replace('_', ' ')} {e.description}") for e in schema.edge_types))
+    types = " ".join(f"{t.name.replace('_', ' ')} {t.description}" for t in schema.node_types)
+    return frozenset(said - set(re.findall(r"[a-z]+", types.lower())))
+
+
+def _words(gloss: str) -> set[str]:
+    """A gloss's words, its examples in parentheses left out."""
+    return set(re.findall(r"[a-z]+", re.sub(r"\([^)]*\)", " ", gloss.lower())))
+
+
+def claim_relation_head(text: QuestionText, stores: IndexStores, warnings: list[str]) -> str | None:
+    """ "which *components* make up a piano" where part_of is "a component of the whole": a head noun that an edge's
+    gloss uses says the answer's relation, not a class; its words join the relation's clause (claimed as an edge
+    name's words) and `warnings` says so. Returns the answer's type when every edge that gloss belongs to joins
+    nodes of one type (part_of: artifact to artifact), which outweighs a synonym's guess; else None."""
+    runs = head_runs(text)
+    if not runs:
+        return None
+    from lemminflect import getAllLemmas
+
+    last = text.tokens[runs[-1][-1]].lower
+    singular = next(iter(getAllLemmas(last).get("NOUN", ())), last).lower()
+    if singular not in relation_nouns(stores):
+        return None
+    first = runs[-1][0]
+    type_stems = set().union(*(stems(t.name.replace("_", " ")) for t in stores.nodes.schema.node_types))
+    if first > 0 and stems(text.tokens[first - 1].lower) & type_stems:
+        return None  # "*phenotypic* features": the type's own word qualifies it, the noun says the type
+    text.claim(runs[-1][0], runs[-1][-1] + 1, EDGE_NAME)
+    warnings.append("the answer's head noun says its relation")
+    ends = {
+        end
+        for e in stores.nodes.schema.edge_types
+        if singular in _words(f"{e.name.replace('_', ' ')} {e.description}")
+        for end in (e.source, e.target)
+    }
+    return ends.pop() if len(ends) == 1 else None
 
 
 def add_head_class(

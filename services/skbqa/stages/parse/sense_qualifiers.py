@@ -1,6 +1,6 @@
 """Which sense of a name the question means, said right after the name: "angle (*the competition sense*)",
 "raven, *meaning 'prey on or hunt for'*", "chronic (*as in: being long-lasting …*)", "vulnerable (*"susceptible to
-attack"*)", "constant *in the quantity sense*", "coffin *as a noun*", "easiness (*noun.feeling*)". A qualifier
+attack"*)", "constant *in the quantity sense*", "teach *in the sense of imparting knowledge*", "coffin *as a noun*", "easiness (*noun.feeling*)". A qualifier
 is no part of what the question asks: it is cut from the question before the passes, and afterwards narrows the
 name it follows to its nodes whose own words (document: type, name, text, attributes) share the most with it.
 English only; nothing of any one SKB.
@@ -28,6 +28,11 @@ _PATTERNS = (
     re.compile(rf"\s*\(\s*{_QUOTE}(?P<q>[^)]+?)\.*{_QUOTE}\s*\)"),
     re.compile(r"\s*\(\s*(?:the|in the)\s+(?P<q>[\w.-]+(?:\s+[\w.-]+)?)\s+sense\s*\)", re.IGNORECASE),
     re.compile(r"\s+in\s+the\s+(?P<q>[\w.-]+)\s+sense\b", re.IGNORECASE),
+    # "teach *in the sense of imparting knowledge*": up to a clause's end (punctuation, "and", a relative pronoun)
+    re.compile(
+        r",?\s+in\s+the\s+sense\s+of\s+(?P<q>[\w'-]+(?:\s+(?!(?:and|or|that|which|who|whose)\b)[\w'-]+){0,5})",
+        re.IGNORECASE,
+    ),
     re.compile(r"\s+as\s+an?\s+(?P<q>noun|verb|adjective|adverb)\b", re.IGNORECASE),
     re.compile(r"\s*\(\s*(?P<q>[a-z]+\.[a-z]+)\s*\)"),  # a dotted category in parentheses ("noun.feeling")
 )

@@ -1,0 +1,133 @@
+"""Words that refer rather than name, on a schema of its own (a workshop's parts; nothing here is in the development
+data): an answer's head noun that an edge's gloss uses says the relation ("which *components* make up a bicycle"),
+a noun after a demonstrative refers back to a name said earlier ("steel: which parts are made of *this alloy*?"),
+and "in the sense of …" says which sense a name means, not what is asked."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from skbqa.engine.embedded import EmbeddedEngine
+from skbqa.stages.parse.anaphors import drop_anaphors
+from skbqa.stages.parse.constants import Constant
+from skbqa.stages.parse.question_text import QuestionText
+from skbqa.stages.parse.sense_qualifiers import cut_qualifiers
+from tests.helpers import engine_over
+from tests.unit.test_encoder_parser import constants, edges, parse
+
+SCHEMA = {
+    "name": "workshop",
+    "description": "made objects, what they are made of and how they fit together",
+    "node_types": [
+        {"name": "artifact", "description": "a made object, also called a thing, device or item"},
+        {"name": "substance", "description": "a kind of matter, such as steel or leather"},
+    ],
+    "edge_types": [
+        {
+            "name": "part_of",
+            "source": "artifact",
+            "target": "artifact",
+            "description": "the artifact is a component of the whole (spoke -> wheel)",
+        },
+        {
+            "name": "kind_of",
+            "source": "artifact",
+            "target": "artifact",
+            "description": "the artifact is a more specific sort of the target (racing bike -> bicycle)",
+        },
+        {
+            "name": "made_of",
+            "source": "artifact",
+            "target": "substance",
+            "description": "the artifact is made from the substance",
+        },
+    ],
+}
+NODES = [
+    {"id": 1, "type": "artifact", "name": "bicycle", "text": "a vehicle with two wheels moved by pedals"},
+    {"id": 2, "type": "artifact", "name": "wheel", "text": "a round frame turning on an axle"},
+    {"id": 3, "type": "artifact", "name": "saddle", "text": "a seat for the rider"},
+    {"id": 4, "type": "artifact", "name": "chain", "text": "linked metal rings that drive the rear wheel"},
+    {"id": 5, "type": "artifact", "name": "component", "text": "a part of a larger machine"},
+    {"id": 6, "type": "artifact", "name": "gear", "text": "a toothed wheel"},
+    {"id": 7, "type": "artifact", "name": "frame", "text": "the rigid structure of the bicycle"},
+    {"id": 8, "type": "artifact", "name": "kettle", "text": "a pot for boiling water"},
+    {"id": 20, "type": "substance", "name": "steel", "text": "an alloy of iron and carbon"},
+    {"id": 21, "type": "substance", "name": "alloy", "text": "a metal made by melting metals together"},
+    {"id": 22, "type": "substance", "name": "leather", "text": "tanned animal hide"},
+]
+EDGES = [
+    {"src": 2, "type": "part_of", "dst": 1},
+    {"src": 3, "type": "part_of", "dst": 1},
+    {"src": 4, "type": "part_of", "dst": 1},
+    {"src": 7, "type": "part_of", "dst": 1},
+    {"src": 2, "type": "kind_of", "dst": 5},
+    {"src": 6, "type": "kind_of", "dst": 5},
+    {"src": 4, "type": "kind_of", "dst": 5},
+    {"src": 4, "type": "made_of", "dst": 20},
+    {"src": 7, "type": "made_of", "dst": 20},
+    {"src": 8, "type": "made_of", "dst": 20},
+    {"src": 3, "type": "made_of", "dst": 22},
+]
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory, onnx_encoder) -> EmbeddedEngine:
+    return engine_over(tmp_path_factory.mktemp("workshop"), onnx_encoder, SCHEMA, NODES, EDGES)
+
+
+def test_a_head_noun_an_edge_gloss_uses_says_the_relation_not_a_class(engine: EmbeddedEngine) -> None:
+    parsed = parse(engine, "Which components make up a bicycle?")
+    assert constants(parsed) == {"c1": ("artifact", ("bicycle",))}  # no class constraint on "component"
+    assert edges(parsed) == {("y", "part_of", "c1")}
+
+
+def test_a_noun_after_a_demonstrative_refers_to_the_name_before(engine: EmbeddedEngine) -> None:
+    parsed = parse(engine, "steel: which artifacts are made of this alloy?")
+    assert constants(parsed) == {"c1": ("substance", ("steel",))}
+    assert edges(parsed) == {("y", "made_of", "c1")}
+
+
+@pytest.mark.parametrize(
+    ("question", "kept"),
+    [
+        ("steel: which artifacts are made of this alloy?", ["steel", "artifacts"]),
+        ("steel, and which artifacts are made of that alloy", ["steel", "artifacts"]),
+        # "that" is also a relative pronoun: a name right after it, its clause going on, stays a name
+        ("bicycle parts that steel is used for", ["bicycle", "steel"]),
+        ("which artifacts are made of this Steel", ["artifacts", "Steel"]),  # a capital: a name
+        ("this alloy: what is made of it", ["alloy"]),  # nothing before it to refer to
+    ],
+)
+def test_which_names_refer_back(question: str, kept: list[str]) -> None:
+    text = QuestionText.of(question)
+    words = [t.text for t in text.tokens]
+    found = [
+        Constant(i, i + 1, word, np.array([0]), exact=True)
+        for i, word in enumerate(words)
+        if word.lower() in {"steel", "alloy", "bicycle", "artifacts"}
+    ]
+    assert [c.surface for c in drop_anaphors(text, found)] == kept
+
+
+@pytest.mark.parametrize(
+    ("question", "cut", "words"),
+    [
+        ("nouns related to teach in the sense of imparting knowledge", "nouns related to teach", {"imparting"}),
+        (
+            "verbs like run, in the sense of operating a machine, and in verb.motion",
+            "verbs like run, and in",
+            {"machine"},
+        ),
+        (
+            "parts of a bank in the sense of a river side that flood",
+            "parts of a bank that flood",
+            {"river", "side"},
+        ),
+    ],
+)
+def test_in_the_sense_of_says_which_sense(question: str, cut: str, words: set[str]) -> None:
+    kept, qualifiers = cut_qualifiers(question)
+    assert kept.startswith(cut) and len(qualifiers) == 1
+    assert words <= qualifiers[0].words
