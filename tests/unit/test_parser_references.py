@@ -1,7 +1,8 @@
 """Words that refer rather than name, on a schema of its own (a workshop's parts; nothing here is in the development
 data): an answer's head noun that an edge's gloss uses says the relation ("which *components* make up a bicycle"),
 a noun after a demonstrative refers back to a name said earlier ("steel: which parts are made of *this alloy*?"),
-and "in the sense of …" says which sense a name means, not what is asked."""
+"in the sense of …" says which sense a name means, not what is asked, and a head noun is no name for a type
+whose nodes are verbs ("which *places* …")."""
 
 from __future__ import annotations
 
@@ -131,3 +132,58 @@ def test_in_the_sense_of_says_which_sense(question: str, cut: str, words: set[st
     kept, qualifiers = cut_qualifiers(question)
     assert kept.startswith(cut) and len(qualifiers) == 1
     assert words <= qualifiers[0].words
+
+
+# A dictionary's SKB where a verb type's glosses use "place" far more often than the noun type's.
+LEXICON_SCHEMA = {
+    "name": "lexicon",
+    "description": "senses of English words",
+    "node_types": [
+        {"name": "noun_sense", "description": "A noun sense: one meaning of a noun"},
+        {"name": "verb_sense", "description": "A verb sense: one meaning of a verb"},
+    ],
+    "edge_types": [
+        {
+            "name": "part_of",
+            "source": "noun_sense",
+            "target": "noun_sense",
+            "description": "the sense is a component of the whole",
+        },
+        {
+            "name": "kind_of",
+            "source": "verb_sense",
+            "target": "verb_sense",
+            "description": "a particular way of doing the target",
+        },
+    ],
+}
+LEXICON_NODES = [
+    {"id": 1, "type": "noun_sense", "name": "France", "text": "a republic in western Europe"},
+    {"id": 2, "type": "noun_sense", "name": "Paris", "text": "the capital of France"},
+    {"id": 3, "type": "noun_sense", "name": "Lyon", "text": "a city in France"},
+    {"id": 4, "type": "noun_sense", "name": "place", "text": "a point located with respect to surface features"},
+    {"id": 10, "type": "verb_sense", "name": "place", "text": "place something somewhere"},
+    {"id": 11, "type": "verb_sense", "name": "put", "text": "put into a certain place or position"},
+    {"id": 12, "type": "verb_sense", "name": "set", "text": "put or place in position"},
+    {"id": 13, "type": "verb_sense", "name": "position", "text": "cause to be placed in a place"},
+    {"id": 14, "type": "verb_sense", "name": "situate", "text": "determine or place in a place"},
+]
+LEXICON_EDGES = [
+    {"src": 2, "type": "part_of", "dst": 1},
+    {"src": 3, "type": "part_of", "dst": 1},
+    {"src": 12, "type": "kind_of", "dst": 11},
+    {"src": 13, "type": "kind_of", "dst": 11},
+]
+
+
+@pytest.fixture(scope="module")
+def lexicon(tmp_path_factory: pytest.TempPathFactory, onnx_encoder) -> EmbeddedEngine:
+    return engine_over(
+        tmp_path_factory.mktemp("lexicon"), onnx_encoder, LEXICON_SCHEMA, LEXICON_NODES, LEXICON_EDGES
+    )
+
+
+def test_a_head_noun_is_no_name_for_a_type_of_verbs(lexicon: EmbeddedEngine) -> None:
+    parsed = parse(lexicon, "Which places are part of France?")
+    assert parsed.target_type == "noun_sense"
+    assert edges(parsed) == {("y", "part_of", "c1")}

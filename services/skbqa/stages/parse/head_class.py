@@ -17,6 +17,8 @@ from skbqa.stores.index import IndexStores
 from skbqa.stores.lexicon import NameLexicon
 
 TARGET_CLAIM = "target"
+MIN_ROOT_CHARS = 6
+MAX_ENDING_CHARS = 2
 
 
 def head_runs(text: QuestionText) -> list[list[int]]:
@@ -38,19 +40,34 @@ def head_words(text: QuestionText) -> list[str]:
     return [text.tokens[i].lower for i in runs[-1]] if runs else []
 
 
-def relation_nouns(stores: IndexStores) -> frozenset[str]:
+def relation_nouns(stores: IndexStores) -> tuple[frozenset[str], frozenset[str]]:
     """The words of the edge types' names and descriptions, their examples in parentheses left out ("part of":
-    "a component of the whole (wheel -> car)" gives "component", not "wheel"), less every word the node types'
-    names and descriptions use ("the verb *sense* is grouped with …" where a verb type is "a verb sense")."""
+    "a component of the whole (wheel -> car)" gives "component", not "wheel"), and the words the node types' names
+    and descriptions use, which stay words for a type ("the verb *sense* is grouped with …" where a verb type is "a
+    verb sense")."""
     schema = stores.nodes.schema
     said = set().union(*(_words(f"{e.name.replace('_', ' ')} {e.description}") for e in schema.edge_types))
     types = " ".join(f"{t.name.replace('_', ' ')} {t.description}" for t in schema.node_types)
-    return frozenset(said - set(re.findall(r"[a-z]+", types.lower())))
+    return frozenset(said), frozenset(re.findall(r"[a-z]+", types.lower()))
 
 
 def _words(gloss: str) -> set[str]:
     """A gloss's words, its examples in parentheses left out."""
     return set(re.findall(r"[a-z]+", re.sub(r"\([^)]*\)", " ", gloss.lower())))
+
+
+def _says(noun: str, words: frozenset[str] | set[str]) -> bool:
+    """Whether the noun is one of the words, or the same word but for a short ending ("meronyms" in "member
+    meronymy"); not merely a shared start ("species", "specific")."""
+    return noun in words or any(
+        (common := _shared_start(noun, w)) >= MIN_ROOT_CHARS
+        and common >= max(len(noun), len(w)) - MAX_ENDING_CHARS
+        for w in words
+    )
+
+
+def _shared_start(a: str, b: str) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
 def claim_relation_head(text: QuestionText, stores: IndexStores, warnings: list[str]) -> str | None:
@@ -65,7 +82,8 @@ def claim_relation_head(text: QuestionText, stores: IndexStores, warnings: list[
 
     last = text.tokens[runs[-1][-1]].lower
     singular = next(iter(getAllLemmas(last).get("NOUN", ())), last).lower()
-    if singular not in relation_nouns(stores):
+    edge_words, type_words = relation_nouns(stores)
+    if not _says(singular, edge_words) or _says(singular, type_words):
         return None
     first = runs[-1][0]
     type_stems = set().union(*(stems(t.name.replace("_", " ")) for t in stores.nodes.schema.node_types))
@@ -76,7 +94,7 @@ def claim_relation_head(text: QuestionText, stores: IndexStores, warnings: list[
     ends = {
         end
         for e in stores.nodes.schema.edge_types
-        if singular in _words(f"{e.name.replace('_', ' ')} {e.description}")
+        if _says(singular, _words(f"{e.name.replace('_', ' ')} {e.description}"))
         for end in (e.source, e.target)
     }
     return ends.pop() if len(ends) == 1 else None
@@ -91,9 +109,13 @@ def add_head_class(
     warnings: list[str],
 ) -> None:
     """Add the class constraint when the head noun names nodes of the answer's type that other nodes of that type
-    link to (and say so in `warnings`)."""
+    link to and no triplet relates the answer to a name already (and say so in `warnings`)."""
     words = head_words(text)
     if not words or parsed.target_type is None or any(w in called for w in words):
+        return
+    if any(parsed.symbols[t.head].is_constant or parsed.symbols[t.tail].is_constant for t in parsed.triplets):
+        # a name the answer is related to says more than its class, which may be several edges above it ("which
+        # *animals* are members of the genera in Cervidae": a deer is no direct kind of animal)
         return
     from lemminflect import getAllLemmas
 

@@ -9,6 +9,7 @@ they agree, or when one is sure and the other does not object. A generic noun ("
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -75,6 +76,15 @@ class TypeSynonyms:
         self._name_texts = [t.name.replace("_", " ").replace("/", " or ") for t in schema.node_types]
         self._type_words = {w for text in self._name_texts for w in text.split()}
         self._described = description_nouns(schema)
+        # Types whose nodes are words of another part of speech ("A verb sense of WordNet"): a head noun, a noun in
+        # the question's grammar, is no name for them unless their descriptions use it ("actions": verbs); when
+        # one of them is chosen for "which *places* …", the others are asked.
+        self._not_nouns = {
+            t.name
+            for t in schema.node_types
+            if re.search(r"\b(verbs?|adjectives?|adverbs?)\b", t.description.lower())
+            and not re.search(r"\bnouns?\b", t.description.lower())
+        }
         self._opening = description_heads(schema)
         self._vectors: np.ndarray | None = None
         self._lock = threading.Lock()
@@ -261,7 +271,10 @@ class TypeSynonyms:
                 return None
             evidence = evidence / evidence.sum()
         best = int(np.argmax(evidence))
-        return self._names[best] if evidence[best] >= MIN_POSTERIOR else None
+        chosen = self._names[best] if evidence[best] >= MIN_POSTERIOR else None
+        if chosen in self._not_nouns - described and len(self._not_nouns | set(exclude)) < len(self._names):
+            return self.type_of(text, head, encoder, exclude=self._not_nouns | set(exclude))
+        return chosen
 
     def _type_vectors(self, encoder: Encoder) -> np.ndarray:
         with self._lock:
