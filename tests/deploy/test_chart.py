@@ -420,11 +420,14 @@ def test_index_is_mounted_read_only_except_in_the_ingest_job(
                 for mount in container.get("volumeMounts", []):
                     if mount["name"] == "index":
                         # the ingest Job builds it; fetch-index fills the pod's own volume (index.delivery objectStore);
-                        # the updater (updates.enabled) folds changes into it
+                        # the updater (updates.enabled) folds changes into it; with shipped snapshots (updates and
+                        # objectStore) each stage fetches the versions it announces beside its own copy
+                        ships = ci_file.name == "shipped-updates-values.yaml"
                         writable = (
                             (obj["kind"] == "Job" and container["name"] == "ingest")
                             or container["name"] == "fetch-index"
                             or (obj["kind"] == "Deployment" and container["name"] == "updater")
+                            or (ships and obj["kind"] == "Deployment" and container["name"] in SERVICES[1:])
                         )
                         assert mount.get("readOnly", False) is (not writable), f"{where}/{container['name']}"
     if ci_file.name != "defaults-values.yaml":
@@ -1154,7 +1157,12 @@ def test_every_pod_reading_the_index_waits_for_it(
             index = [v for v in spec.get("volumes", []) if v["name"] == "index"]
             if not index:
                 continue
-            first = "wait-for-index" if index[0].get("persistentVolumeClaim") else "fetch-index"
+            # the updater with shipped snapshots: its own volume, filled by fetch-index once (`--keep`)
+            shipping_updater = (
+                ci_file.name == "shipped-updates-values.yaml" and obj["metadata"]["name"] == "skbqa-updater"
+            )
+            on_claim = index[0].get("persistentVolumeClaim") and not shipping_updater
+            first = "wait-for-index" if on_claim else "fetch-index"
             init = spec.get("initContainers", [])
             assert [c["name"] for c in init][:1] == [first], where
             assert init[0]["image"] == spec["containers"][0]["image"], where  # no second image to pull

@@ -1,8 +1,8 @@
 """Live updates in the chart (updates.enabled, helm/skbqa/ci/live-updates-values.yaml): one updater pod
 (`skbqa serve --role updater`, strategy Recreate) mounting the index volume read-write, probed, credentialed and
 fenced like the stages; the gateway gets the admin tokens that may call ApplyChanges; the topics hook creates
-`skbqa.changes` with one partition; and the chart refuses what cannot work (a per-pod index copy, Milvus
-or NebulaGraph, tokens without admin tokens, a change topic with several partitions); Ray Serve's replicas open
+`skbqa.changes` with one partition; and the chart refuses what cannot work (Ray Serve on per-pod index copies,
+NebulaGraph, tokens without admin tokens, a change topic with several partitions); Ray Serve's replicas open
 the index the updater writes."""
 
 from __future__ import annotations
@@ -318,13 +318,9 @@ _ON = {"enabled": True}
             {
                 "updates": _ON,
                 "index": {"delivery": "objectStore", "objectStore": {"url": "s3://skbqa-indexes/kb"}},
+                "ray": {"enabled": True, "autoscaling": False},
             },
-            r"updates.enabled needs index.delivery volume: .*snapshots are not shipped",
-        ),
-        ({"updates": _ON, "milvus": {"enabled": True}}, r"cannot work with Milvus \(milvus.enabled\)"),
-        (
-            {"updates": _ON, "externalMilvus": {"url": "milvus://milvus.vectors.svc:19530"}},
-            r"cannot work with Milvus \(externalMilvus.url\)",
+            r"objectStore cannot run the reranker on Ray Serve .*shipped snapshots do not reach",
         ),
         ({"updates": _ON, "nebula": {"enabled": True}}, r"cannot work with NebulaGraph \(nebula.enabled\)"),
         (

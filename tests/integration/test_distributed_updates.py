@@ -20,21 +20,12 @@ import pytest
 from skbqa.client import SkbqaClient
 from skbqa.client.errors import ServerError
 from skbqa.devstack.stack import LocalStack, StackOptions
+from tests.integration.live_changes import NEW_ID, NEW_NAME, apply_when_ready, disease
 
 pytestmark = [pytest.mark.distributed, pytest.mark.kafka, pytest.mark.slow, pytest.mark.timeout(900)]
 
 STAGES = ("parser", "symbols", "grounding", "ranking", "reranker")
-NEW_ID = 10_000_001
-NEW_NAME = "zorblaxic fever syndrome"
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "distributed_updates.json"
-
-
-def _disease(node_id: int, name: str) -> dict:
-    text = f"{name} is a rare inherited disorder with recurrent fevers and joint pain."
-    return {
-        "op": "upsert_node",
-        "node": {"id": node_id, "type": "disease", "name": name, "attrs": {}, "text": text},
-    }
 
 
 @contextmanager
@@ -78,24 +69,12 @@ def _kb_versions(stack: LocalStack) -> dict[str, float]:
     return found
 
 
-def _apply(client: SkbqaClient, changes: list[dict]):
-    """apply_changes, once the gateway has heard from the updater (it refuses changes until then)."""
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            return client.apply_changes(changes)
-        except ServerError as exc:
-            if exc.code != "FAILED_PRECONDITION" or "no updater" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
-
-
 def test_a_batch_through_the_gateway_is_read_at_its_version_by_every_stage(stack, client) -> None:
     victim = client.ask("ribosomal small subunit assembly", strategy="bm25", k=5).items[0]
     assert victim.node_id == 13
     assert all(item.node_id != NEW_ID for item in client.ask(NEW_NAME, strategy="bm25", k=5).items)
 
-    applied = _apply(client, [_disease(NEW_ID, NEW_NAME), {"op": "delete_node", "id": 13}])
+    applied = apply_when_ready(client, [disease(NEW_ID, NEW_NAME), {"op": "delete_node", "id": 13}])
     assert applied.version == 1 and applied.outcome == {"nodes added": 1, "nodes deleted": 1}
 
     for strategy in ("bm25", "vss", "af"):
@@ -115,7 +94,7 @@ def test_a_bad_batch_is_refused_whole_and_min_version_beyond_the_acknowledged_is
     before = client.index_status().accepted_version
     with pytest.raises(ServerError) as refused:
         client.apply_changes(
-            [_disease(NEW_ID + 1, "x"), {"op": "add_edge", "src": NEW_ID + 1, "type": "nope", "dst": 1}]
+            [disease(NEW_ID + 1, "x"), {"op": "add_edge", "src": NEW_ID + 1, "type": "nope", "dst": 1}]
         )
     assert refused.value.code == "INVALID_ARGUMENT" and "changes:2:" in str(refused.value)
     assert client.index_status().accepted_version == before
@@ -129,7 +108,7 @@ def test_time_from_acknowledgement_to_visible(stack, client) -> None:
     for i in range(10):
         name = f"quorvantic syndrome {i}"
         sent = time.perf_counter()
-        applied = _apply(client, [_disease(NEW_ID + 100 + i, name)])
+        applied = apply_when_ready(client, [disease(NEW_ID + 100 + i, name)])
         acked = time.perf_counter()
         acks.append(acked - sent)
         answer = client.ask(name, strategy="bm25", k=3, min_version=applied.version)
@@ -154,12 +133,12 @@ def test_an_updater_killed_after_an_acknowledgement_loses_nothing_and_applies_no
     from skbqa.changes.log import ChangeLog
 
     name = "plimvorous ague"
-    applied = _apply(client, [_disease(NEW_ID + 200, name)])
+    applied = apply_when_ready(client, [disease(NEW_ID + 200, name)])
     stack.kill("updater-0")  # kill -9 while it folds the batch it has just acknowledged
     stack.start_service("updater", 0)
     answer = client.ask(name, strategy="bm25", k=3, min_version=applied.version, deadline_s=120)
     assert answer.kb_version >= applied.version and answer.items[0].node_id == NEW_ID + 200
-    after = _apply(client, [{"op": "delete_node", "id": NEW_ID + 200}])
+    after = apply_when_ready(client, [{"op": "delete_node", "id": NEW_ID + 200}])
     assert after.version == applied.version + 1 and after.outcome == {"nodes deleted": 1}
     logged = [version for version, _ in ChangeLog(stack.options.index).batches()]
     assert logged == list(range(1, after.version + 1)), logged  # every batch once, in order

@@ -11,31 +11,18 @@ import pytest
 
 from skbqa.cli.main import main
 from skbqa.common.errors import IndexStoreError
-from skbqa.devstack.ports import free_port
 from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.ingest.object_store import pull_index, push_index, s3_client
 from tests.conftest import SAMPLE_BUNDLE
+from tests.integration.moto_s3 import moto_s3
 
 QUESTIONS = [json.loads(line)["question"] for line in (SAMPLE_BUNDLE / "qa.jsonl").read_text().splitlines()]
 
 
 @pytest.fixture()
-def s3(monkeypatch) -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
-
-    for name, value in (
-        ("AWS_ACCESS_KEY_ID", "test"),
-        ("AWS_SECRET_ACCESS_KEY", "test"),
-        ("AWS_DEFAULT_REGION", "us-east-1"),
-    ):
-        monkeypatch.setenv(name, value)
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    s3_client(endpoint).create_bucket(Bucket="indexes")
-    yield endpoint
-    server.stop()
+def s3() -> Iterator[str]:
+    with moto_s3("indexes") as endpoint:
+        yield endpoint
 
 
 def test_a_pulled_index_answers_as_the_published_one(s3, biomed_sample_engine, tmp_path) -> None:

@@ -137,6 +137,31 @@ for questions, the updater for the texts a change adds or alters. */}}
 parser symbols ranking{{ if .Values.updates.enabled }} updater{{ end }}
 {{- end -}}
 
+{{/* Components that search vectors, so call Milvus when configured: symbols and ranking, and with updates.enabled
+the updater, which loads each knowledge-base version's collections before it announces the version. */}}
+{{- define "skbqa.vectorsClients" -}}
+symbols ranking{{ if .Values.updates.enabled }} updater{{ end }}
+{{- end -}}
+
+{{/* "true" when live updates ship snapshots through the object store (updates.enabled with index.delivery
+objectStore): the updater pushes each snapshot to index.objectStore.url and every stage, whose index is a copy of
+its own, fetches the versions it announces (docs/updates.md "Shipped snapshots"). */}}
+{{- define "skbqa.shipsSnapshots" -}}
+{{- if and .Values.updates.enabled (eq .Values.index.delivery "objectStore") }}true{{ end -}}
+{{- end -}}
+
+{{/* The index directory of a service: (dict "root" $ "name" NAME). With shipped snapshots the updater's is on a
+volume of its own, under the ingest generation, so a re-ingest (a new generation) starts it from the newly
+published index instead of the knowledge base it kept. */}}
+{{- define "skbqa.indexPathOf" -}}
+{{- $root := .root -}}
+{{- if and (eq .name "updater") (include "skbqa.shipsSnapshots" $root) -}}
+{{- printf "%s/generation-%v/%s" (trimSuffix "/" $root.Values.index.mountPath) $root.Values.ingest.generation $root.Values.index.subdir -}}
+{{- else -}}
+{{- include "skbqa.indexPath" $root -}}
+{{- end -}}
+{{- end -}}
+
 {{/* Topic each stage consumes (the gateway consumes answers and is not lag-scaled). */}}
 {{- define "skbqa.inputTopic" -}}
 {{- $topics := dict "gateway" "skbqa.answer" "parser" "skbqa.query" "symbols" "skbqa.parsed" "grounding" "skbqa.symbols" "ranking" "skbqa.grounded" "reranker" "skbqa.ranked" -}}
@@ -346,8 +371,11 @@ waits here, as with a volume. */}}
     - --from
     - {{ $root.Values.index.objectStore.url | quote }}
     - --index
-    - {{ include "skbqa.indexPath" $root }}
+    - {{ .index | default (include "skbqa.indexPath" $root) }}
     - --wait
+    {{- if .keep }}
+    - --keep
+    {{- end }}
   env:
     {{- include "skbqa.objectStoreEnv" $root | nindent 4 }}
   {{- include "skbqa.objectStoreEnvFrom" $root | nindent 2 }}
@@ -402,6 +430,10 @@ waits here, as with a volume. */}}
 {{- define "skbqa.objectStoreEnv" -}}
 - name: HOME
   value: /tmp
+{{- include "skbqa.s3EndpointEnv" . }}
+{{- end -}}
+
+{{- define "skbqa.s3EndpointEnv" -}}
 {{- with .Values.index.objectStore.endpointUrl }}
 - name: SKBQA_S3_ENDPOINT_URL
   value: {{ . | quote }}
@@ -425,7 +457,10 @@ envFrom:
 {{- define "skbqa.indexVolumeOf" -}}
 {{- $root := .root -}}
 - name: index
-{{- if eq $root.Values.index.delivery "objectStore" }}
+{{- if and .writable (include "skbqa.shipsSnapshots" $root) }}
+  persistentVolumeClaim:
+    claimName: {{ include "skbqa.componentName" (dict "root" $root "component" "updater-index") }}
+{{- else if eq $root.Values.index.delivery "objectStore" }}
   emptyDir:
     sizeLimit: {{ $root.Values.index.objectStore.sizeLimit }}
 {{- else }}
@@ -617,12 +652,10 @@ run on one node, which is the operator's call (NOTES.txt says so).
 {{- end }}
 {{- end }}
 {{- if $u.enabled }}
-{{- if eq .Values.index.delivery "objectStore" }}
-{{- fail "updates.enabled needs index.delivery volume: with objectStore every pod serves its own fetched copy of the index, and the updater's new snapshots are not shipped to them (they are written into the updater's own copy only), so no change would ever be served. Use a ReadWriteMany index volume shared by every pod" }}
+{{- if and (eq .Values.index.delivery "objectStore") .Values.ray.enabled }}
+{{- fail "updates.enabled with index.delivery objectStore cannot run the reranker on Ray Serve (ray.enabled): the Ray replicas open new versions from the index directory they share with the updater, and with objectStore they have a fetched copy of their own that shipped snapshots do not reach; the reranker would answer in process (degraded) after every change. Use a ReadWriteMany index volume, or leave ray off" }}
 {{- end }}
 {{- $fixed := list }}
-{{- if .Values.milvus.enabled }}{{ $fixed = append $fixed "Milvus (milvus.enabled)" }}{{ end }}
-{{- if and (not .Values.milvus.enabled) .Values.externalMilvus.url }}{{ $fixed = append $fixed "Milvus (externalMilvus.url)" }}{{ end }}
 {{- if .Values.nebula.enabled }}{{ $fixed = append $fixed "NebulaGraph (nebula.enabled)" }}{{ end }}
 {{- if and (not .Values.nebula.enabled) .Values.externalNebula.url }}{{ $fixed = append $fixed "NebulaGraph (externalNebula.url)" }}{{ end }}
 {{- if $fixed }}

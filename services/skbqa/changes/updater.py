@@ -46,6 +46,24 @@ class SnapshotMirror(Protocol):
         """The index now serves its new snapshot (`previous`: the version it served before); must not raise."""
 
 
+class Mirrors:
+    """Several mirrors, copied to in order (the updater's: Milvus first, then the object store whose record
+    sends replicas to the version, so a replica that fetches it finds its collections loaded)."""
+
+    def __init__(self, *mirrors: SnapshotMirror | None) -> None:
+        self._mirrors = [m for m in mirrors if m is not None]
+
+    def __bool__(self) -> bool:
+        return bool(self._mirrors)
+
+    def before_swap(self, work: Path, served: dict[str, Any]) -> Any:
+        return [mirror.before_swap(work, served) for mirror in self._mirrors]
+
+    def after_swap(self, directory: Path, previous: int) -> None:
+        for mirror in self._mirrors:
+            mirror.after_swap(directory, previous)
+
+
 class IndexUpdater:
     """Holds the index's writer lock from construction to `close`: one updater per index at a time, across
     processes (a second one waits)."""

@@ -32,6 +32,12 @@ def add_index_store_parser(sub: Any) -> None:
         help="until an index is published, check every 5 s instead of failing (a pod's init container)",
     )
     pull.add_argument(
+        "--keep",
+        action="store_true",
+        help="leave an index already at --index as it is (the live-updates updater's own volume: it holds newer "
+        "versions and the change log)",
+    )
+    pull.add_argument(
         "--endpoint-url", default=os.environ.get("SKBQA_S3_ENDPOINT_URL") or None, help=endpoint_help
     )
 
@@ -65,6 +71,9 @@ def run_index_store(args: argparse.Namespace) -> int:
             f"published {args.index} as version {report.version} to {args.to}: {report.files} files, "
             f"{report.bytes / 2**20:.1f} MiB in {report.seconds:.1f} s"
         )
+        return 0
+    if args.keep and (args.index / "manifest.json").is_file():
+        print(f"{args.index} holds an index already: kept (--keep)")
         return 0
     report = _pull_waiting(args) if args.wait else _pull(args)
     if report.skipped:

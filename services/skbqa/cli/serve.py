@@ -40,6 +40,18 @@ def add_serve_parser(sub: Any) -> None:
     p.add_argument("--vectors", default=None, help="milvus://host:19530 or a Milvus Lite .db (SKBQA_VECTORS_URL)")
     p.add_argument("--graph", default=None, help="nebula://host:9669/space (SKBQA_GRAPH_URL)")
     p.add_argument(
+        "--snapshots",
+        default=None,
+        metavar="s3://BUCKET/PREFIX",
+        help="updater: ship each folded snapshot here, for replicas with an index directory of their own "
+        "(SKBQA_SNAPSHOTS_URL)",
+    )
+    p.add_argument(
+        "--s3-endpoint-url",
+        default=None,
+        help="S3-compatible endpoint of --snapshots and of the snapshots replicas fetch (SKBQA_S3_ENDPOINT_URL)",
+    )
+    p.add_argument(
         "--ray-address", default=None, help="Ray cluster for the reranker, or 'local' (SKBQA_RAY_ADDRESS)"
     )
     p.add_argument("--llm", action="store_true", help="use the LLM endpoint of SKBQA_LLM_* (docs/llm.md)")
@@ -128,6 +140,8 @@ def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
         encoder_url=args.encoder or env("ENCODER_URL"),
         vectors_url=args.vectors or env("VECTORS_URL"),
         graph_url=args.graph or env("GRAPH_URL"),
+        snapshots_url=args.snapshots or env("SNAPSHOTS_URL"),
+        s3_endpoint_url=args.s3_endpoint_url or env("S3_ENDPOINT_URL"),
         ray_address=args.ray_address or env("RAY_ADDRESS"),
         llm=args.llm or env("LLM_URL") is not None,
         tls_cert_file=_path(args.tls_cert, "TLS_CERT_FILE"),

@@ -2,7 +2,9 @@
 
 Who says what:
 - the updater: `{"kind": "updater", "accepted": A, "published": P}` — the newest acknowledged batch and the
-  newest version folded into the index directory (which every process of the local stack opens);
+  newest version folded into the index directory (which every process of the local stack opens); with
+  `--snapshots`, also `"snapshot": {"url", "id", "kb_version"}`, where it shipped that version for replicas with
+  directories of their own (changes/shipping.py; a record without it means the shared directory);
 - each stage replica: `{"kind": "serving", "instance": ID, "role": R, "version": V, "follows": bool}` — the
   version it answers at, and whether it can follow changes at all (a replica whose graph is a copy in NebulaGraph
   cannot; one reranking on Ray Serve can, stages/rerank/ray_serve, and so can one with Milvus vectors, whose

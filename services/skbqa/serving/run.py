@@ -12,6 +12,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -202,6 +203,7 @@ def start_stage(
     from skbqa.bus.topics import ALL as ALL_TOPICS
     from skbqa.serving.kb_feed import VersionFeed
     from skbqa.serving.runtime import build_runtime
+    from skbqa.serving.snapshot_fetch import SnapshotFetcher
     from skbqa.serving.stage_service import StageServicer, start_stage_server
     from skbqa.serving.stage_versions import VersionedCores
     from skbqa.serving.stages.registry import build_stage
@@ -219,10 +221,14 @@ def start_stage(
     # live updates: this replica opens each new version the updater folds in, and says which one it serves
     versions = VersionedCores(
         core,
-        lambda: build_stage(role, build_runtime(settings, runtime.encoder, served=runtime)),
+        # a new version's directory: the index's own, or a local copy of a shipped snapshot (stage_versions)
+        lambda directory: build_stage(
+            role, build_runtime(replace(settings, index=directory), runtime.encoder, served=runtime)
+        ),
         index=settings.index,
         role=role,
         follows=takes_changes(settings),
+        fetcher=SnapshotFetcher(settings.index, endpoint_url=settings.s3_endpoint_url),
     )
     feed = VersionFeed(bus, report=versions.report, on_record=versions.on_record)
     versions.on_switch = feed.announce
@@ -255,7 +261,7 @@ def start_updater(
     carrying health only (the stack waits on it)."""
     from skbqa.bus import topics
     from skbqa.bus.kafka import bus_from_url
-    from skbqa.changes.updater import IndexUpdater
+    from skbqa.changes.updater import IndexUpdater, Mirrors
     from skbqa.serving.runtime import snapshot_mirror
     from skbqa.serving.updater_service import UpdaterService
 
@@ -267,7 +273,16 @@ def start_updater(
     bus = bus_from_url(settings.bus_url)
     bus.ensure_topics(topics.ALL)
     bus.ensure_topics(topics.SINGLE_PARTITION, partitions=1)
-    service = UpdaterService(IndexUpdater(settings.index, encoder, mirror=snapshot_mirror(settings)), bus)
+    shipper = None
+    if settings.snapshots_url:  # replicas with directories of their own fetch each version from there
+        from skbqa.changes.shipping import SnapshotShipper
+
+        shipper = SnapshotShipper(settings.snapshots_url, endpoint_url=settings.s3_endpoint_url)
+    mirrors = Mirrors(snapshot_mirror(settings), shipper)  # Milvus first: a fetched version finds its collections
+    updater = IndexUpdater(settings.index, encoder, mirror=mirrors or None)
+    if shipper is not None:
+        shipper.ensure(updater.directory)  # the version served now, for replicas that start behind it
+    service = UpdaterService(updater, bus, shipper=shipper)
     server = start_server(
         [], host=settings.host, port=settings.port, limits=limits, service="updater", **security_options(settings)
     )

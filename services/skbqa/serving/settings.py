@@ -29,6 +29,10 @@ class ServiceSettings:
     encoder_url: str | None = None  # triton://host:8001/skbqa_encoder; None = the local encoder
     vectors_url: str | None = None  # milvus://host:19530 or a Milvus Lite path (…/vectors.db); None = exact numpy
     graph_url: str | None = None  # nebula://host:9669/space; None = the index's CSR arrays
+    # updater: where each folded snapshot is shipped (s3://BUCKET/PREFIX) for replicas that do not share its index
+    # directory (changes/shipping.py); None = the shared directory only
+    snapshots_url: str | None = None
+    s3_endpoint_url: str | None = None  # the S3-compatible endpoint of snapshots (push and fetch); None = AWS
     ray_address: str | None = None  # the reranker stage's Ray cluster ("local" starts one in this process)
     llm: bool = False  # an OpenAI-compatible endpoint from SKBQA_LLM_* (parser, rerankers, spark)
     tls_cert_file: Path | None = None
@@ -57,6 +61,14 @@ class ServiceSettings:
         colocated_groups(self.colocated)
         if not 0 <= self.port <= 65535:
             raise InvalidInputError(f"port must be within 0..65535, got {self.port}")
+        if self.snapshots_url is not None:
+            from skbqa.ingest.object_store import Location
+
+            if self.role != "updater":
+                raise InvalidInputError(
+                    "--snapshots is the updater's setting (--role updater); replicas fetch what its records name"
+                )
+            Location.parse(self.snapshots_url)
         if (self.tls_cert_file is None) != (self.tls_key_file is None):
             raise InvalidInputError("TLS needs both a certificate and a key file")
         if self.tls_client_ca_file is not None and self.tls_cert_file is None:

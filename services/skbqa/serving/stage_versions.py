@@ -7,6 +7,12 @@ own while the old one keeps serving, and swapped in between messages. What start
 `skbqa.versions` (the updater folded a version into the shared index directory), and, as a fallback for a missed
 record, a look at the index's manifest every `CHECK_EVERY_S`.
 
+Where a new version comes from: the index directory, when it shows the version (it is shared with the updater);
+otherwise, when the updater's record says where it shipped the version (changes/shipping.py), a local copy fetched
+from the object store (`serving.snapshot_fetch`). A fetch that fails leaves this replica serving what it serves,
+and is tried again on the next record (the updater repeats its record every heartbeat), so the version is never
+lost; the version this replica reports moves only once it serves the new one. Copies no longer held are removed.
+
 A request that needs a version this replica does not have yet waits for it up to its deadline (at most
 `MAX_WAIT_S`: the worker's partition waits with it); one pinned to a version already let go is refused
 UNAVAILABLE (the knowledge base changed twice while it was answered; a retry is answered at the new version).
@@ -22,9 +28,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
+from skbqa.changes.shipping import SnapshotLocation
 from skbqa.changes.snapshot import kb_version
 from skbqa.observability.metrics import get_metrics
 from skbqa.serving.runtime import release_stores
+from skbqa.serving.snapshot_fetch import SnapshotFetcher
 from skbqa.serving.stages.chain import members
 from skbqa.serving.stages.core import StageCore, StageMessage
 from skbqa.stores.index import read_manifest
@@ -34,6 +42,7 @@ logger = logging.getLogger(__name__)
 KEEP_PREVIOUS_S = 30.0
 CHECK_EVERY_S = 5.0
 MAX_WAIT_S = 10.0
+RETRY_MAX_S = 30.0  # the longest pause between two attempts at a version that failed to open or fetch
 
 
 class VersionUnavailableError(Exception):
@@ -49,14 +58,17 @@ class VersionedCores:
     def __init__(
         self,
         core: StageCore,
-        build: Callable[[], StageCore],
+        build: Callable[[Path], StageCore],
         *,
         index: Path,
         role: str,
         follows: bool = True,
+        fetcher: SnapshotFetcher | None = None,
     ) -> None:
-        """`build`: a new core from the index as it is now (built, not warmed). `follows`: False for a replica
-        whose stores cannot follow changes (it serves its first version and says so)."""
+        """`build`: a new core from the index directory given, as it is now (built, not warmed). `follows`: False
+        for a replica whose stores cannot follow changes (it serves its first version and says so). `fetcher`:
+        where versions shipped through an object store are copied to (None: `index`'s own `.versions` beside
+        it)."""
         self.role = role
         self.instance = f"{role}-{uuid.uuid4().hex[:8]}"
         self.follows = follows
@@ -64,6 +76,11 @@ class VersionedCores:
         self._index = Path(index)
         self.current = core_version(core)
         self._cores: dict[int, StageCore] = {self.current: core}
+        self._directories: dict[int, Path] = {self.current: self._index}  # where each held version's files are
+        self._fetcher = fetcher or SnapshotFetcher(self._index)
+        self._shipped: SnapshotLocation | None = None  # the newest version the updater says it shipped
+        self._published = 0  # the newest version the updater says it folded
+        self._warned_unshipped = 0
         self._retire_at: dict[int, float] = {}
         self._changed = threading.Condition()
         self._wake = threading.Event()
@@ -88,6 +105,10 @@ class VersionedCores:
     def on_record(self, record: dict[str, Any]) -> None:
         """A record of the version feed: the updater published a version newer than ours → reload now."""
         if record.get("kind") == "updater" and int(record.get("published", 0)) > self.current:
+            location = SnapshotLocation.from_record(record)
+            if location is not None and (self._shipped is None or location.kb_version > self._shipped.kb_version):
+                self._shipped = location
+            self._published = int(record.get("published", 0))
             self._wake.set()
 
     # ------------------------------------------------------------------------------------------------ serving
@@ -129,6 +150,7 @@ class VersionedCores:
     # ------------------------------------------------------------------------------------------------ reloading
 
     def _reload_loop(self) -> None:
+        failures = 0
         while not self._stop.is_set():
             self._wake.wait(CHECK_EVERY_S)
             self._wake.clear()
@@ -136,18 +158,43 @@ class VersionedCores:
                 return
             try:
                 self._retire()
-                if kb_version(read_manifest(self._index)) > self.current:
-                    self._open_newer()
+                source = self._newer_source()
+                if source is not None:
+                    self._open_newer(source)
                 self.last_error = ""
+                failures = 0
             except Exception as exc:  # e.g. read while a fold renamed the index: the next check tries again
-                self.last_error = f"{type(exc).__name__}: {exc}"[:300]
-                logger.warning("%s: opening the new knowledge-base version failed: %s", self.role, self.last_error)
-                self._stop.wait(1.0)
+                error = f"{type(exc).__name__}: {exc}"[:300]
+                if error != self.last_error:  # not once per retry
+                    logger.warning("%s: opening the new knowledge-base version failed: %s", self.role, error)
+                self.last_error = error
+                # a damaged object stays damaged until it is shipped again: each retry fetches the version anew,
+                # so retries slow down (records arriving meanwhile do not hurry them)
+                self._stop.wait(min(RETRY_MAX_S, 2.0**failures))
+                failures += 1
                 self._wake.set()
 
-    def _open_newer(self) -> None:
+    def _newer_source(self) -> Path | None:
+        """The directory holding a version newer than the one served: the index's own (shared with the
+        updater), else a local copy of the newest shipped version (fetched now; raises when that fails)."""
+        if kb_version(read_manifest(self._index)) > self.current:
+            return self._index
+        shipped = self._shipped
+        if shipped is not None and shipped.kb_version > self.current:
+            return self._fetcher.fetch(shipped)
+        published = self._published
+        if shipped is None and published > self.current and published > self._warned_unshipped:
+            self._warned_unshipped = published  # once per version: the record repeats every heartbeat
+            logger.warning(
+                "%s: the updater published version %d, which this replica's index directory does not show and "
+                "no record says where it was shipped: share the updater's directory or give it --snapshots",
+                self.role, published,
+            )  # fmt: skip
+        return None
+
+    def _open_newer(self, directory: Path) -> None:
         started = time.perf_counter()
-        core = self._build()
+        core = self._build(directory)
         core.warm()
         version = core_version(core)  # the snapshot actually opened (a later fold may have landed meanwhile)
         if version <= self.current:
@@ -155,6 +202,7 @@ class VersionedCores:
         with self._changed:
             self._retire_at[self.current] = time.monotonic() + KEEP_PREVIOUS_S
             self._cores[version] = core
+            self._directories[version] = directory
             self.current = version
             self._changed.notify_all()
         self._metrics.set_kb_version(self.role, version)
@@ -169,9 +217,12 @@ class VersionedCores:
                 if when <= now and version != self.current:
                     retired = self._cores.pop(version, None)
                     del self._retire_at[version]
+                    self._directories.pop(version, None)
                     if retired is not None:
                         for member in members(retired):  # its Milvus clients, if any
                             release_stores(cast(Any, member).runtime.stores)
+            held = set(self._directories.values())
+        self._fetcher.sweep(held, self.current)  # local copies of versions let go (and of failed fetches)
 
     def close(self) -> None:
         self._stop.set()

@@ -6,6 +6,8 @@ each record, in order: checks the batch against the knowledge base and writes it
 answers the gateway that sent it on `skbqa.answer`, and commits the record. A background fold
 (`changes.folding.FoldLoop`, the embedded server's machinery) turns the accepted batches into a new snapshot of
 the shared index directory and announces the version on `skbqa.versions`; every stage replica then opens it.
+With `--snapshots`, each snapshot is also shipped to an object store before it is renamed over the index, and the
+record says where (changes/shipping.py), for replicas whose index directory is their own.
 
 Crash safety: a record is committed only after its batch is logged (or refused), and the log keeps each batch's
 id, so a record redelivered after a kill -9 is recognised and answered with its version without being applied
@@ -27,6 +29,7 @@ from skbqa.changes.folding import FoldLoop
 from skbqa.changes.format import ChangeError
 from skbqa.changes.idempotency import IdempotencyKeyReused
 from skbqa.changes.record import STREAM, decode_batch
+from skbqa.changes.shipping import RECORD_KEY, SnapshotShipper
 from skbqa.changes.snapshot import SnapshotReport
 from skbqa.changes.updater import IndexUpdater
 from skbqa.common.errors import IndexStoreError
@@ -83,10 +86,19 @@ class ChangeApplier:
 
 
 class UpdaterService:
-    def __init__(self, updater: IndexUpdater, bus: Bus, *, poll_timeout_s: float = 0.05) -> None:
+    def __init__(
+        self,
+        updater: IndexUpdater,
+        bus: Bus,
+        *,
+        poll_timeout_s: float = 0.05,
+        shipper: SnapshotShipper | None = None,
+    ) -> None:
+        """`shipper`: the object store each snapshot was pushed to (its record then says where the version is)."""
         from skbqa.serving.kb_feed import VersionFeed
 
         self.updater = updater
+        self._shipper = shipper
         self._bus = bus
         self._applier = ChangeApplier(updater, bus)
         self._poll_timeout_s = poll_timeout_s
@@ -102,7 +114,15 @@ class UpdaterService:
         self._thread.start()
 
     def report(self) -> dict[str, Any]:
-        return {"kind": "updater", "accepted": self.updater.accepted, "published": self.updater.snapshot_version}
+        record: dict[str, Any] = {
+            "kind": "updater",
+            "accepted": self.updater.accepted,
+            "published": self.updater.snapshot_version,
+        }
+        shipped = self._shipper.shipped if self._shipper is not None else None
+        if shipped is not None:
+            record[RECORD_KEY] = shipped.to_record()
+        return record
 
     def _folded(self, report: SnapshotReport) -> None:
         get_metrics().set_kb_version("updater", report.version)

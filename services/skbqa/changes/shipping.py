@@ -1,0 +1,102 @@
+"""Snapshots shipped through an object store, for replicas that do not share the updater's index directory.
+
+The updater (`--snapshots s3://BUCKET/PREFIX`) pushes each folded snapshot with `skbqa index push`'s own code
+(`ingest.object_store.push_index`: one location per snapshot, `versions/<id>/`, then the LATEST pointer) after it
+is written and before it is renamed over the index, so the index never serves a version that is not in the store;
+a push that fails fails the fold, which is retried with the batches still logged (as a Milvus load does). Its
+version record then names where the version is (`SnapshotLocation`, under "snapshot"); a record without one means
+"the shared index directory", as before shipping existed. A stage replica whose own directory does not show the
+announced version fetches it from there (`serving.snapshot_fetch`). LATEST follows the pushes, so a pod that
+starts later (`skbqa index pull` in its init container) starts at the newest shipped version.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skbqa.changes.snapshot import kb_version
+from skbqa.common.errors import InvalidInputError
+from skbqa.ingest.object_store import Location, push_index, s3_client, version_of
+from skbqa.stores.index import MANIFEST, read_manifest
+
+logger = logging.getLogger(__name__)
+
+RECORD_KEY = "snapshot"  # the key of the location in the updater's version record (serving.kb_feed)
+_HEX = frozenset("0123456789abcdef")
+
+
+@dataclass(frozen=True)
+class SnapshotLocation:
+    """Where knowledge-base version `kb_version` was shipped: `url` (s3://BUCKET/PREFIX) and the published
+    version id under it (`object_store.version_of` its manifest)."""
+
+    url: str
+    object_id: str
+    kb_version: int
+
+    def to_record(self) -> dict[str, Any]:
+        return {"url": self.url, "id": self.object_id, "kb_version": self.kb_version}
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> SnapshotLocation | None:
+        """The location a version record carries; None when it carries none (the shared directory) or one this
+        replica cannot read (an unreadable location is never guessed at: it is logged and skipped)."""
+        found = record.get(RECORD_KEY)
+        if found is None:
+            return None
+        try:
+            url, object_id, version = str(found["url"]), str(found["id"]), int(found["kb_version"])
+            Location.parse(url)
+        except (KeyError, TypeError, ValueError, InvalidInputError) as exc:
+            logger.warning("version feed: an unreadable snapshot location was skipped (%s)", type(exc).__name__)
+            return None
+        if len(object_id) != 16 or not set(object_id) <= _HEX:
+            logger.warning("version feed: a snapshot location with a bad id was skipped")
+            return None
+        return cls(url, object_id, version)
+
+
+class SnapshotShipper:
+    """The updater's `SnapshotMirror` for an object store: push before the swap, announce after it."""
+
+    def __init__(self, url: str, *, endpoint_url: str | None = None, client: Any = None) -> None:
+        Location.parse(url)  # a bad URL is refused when the updater starts, not at its first fold
+        self.url = url
+        self._endpoint_url = endpoint_url
+        self._client = client
+        self._pushed: SnapshotLocation | None = None
+        self.shipped: SnapshotLocation | None = None  # what the version record names (the index serves it)
+
+    def _s3(self) -> Any:
+        if self._client is None:
+            self._client = s3_client(self._endpoint_url)
+        return self._client
+
+    def ensure(self, directory: Path) -> SnapshotLocation:
+        """At start: the version the index holds now, pushed unless the store has it already (the ingest Job
+        published it, or a previous run of the updater shipped it), so replicas can be sent to it."""
+        manifest_bytes = (directory / MANIFEST).read_bytes()
+        location = Location.parse(self.url)
+        object_id = version_of(manifest_bytes)
+        try:
+            self._s3().head_object(Bucket=location.bucket, Key=location.key("versions", object_id, MANIFEST))
+        except Exception:  # not there (or not readable): push, which reports an unreachable store in one line
+            push_index(directory, self.url, client=self._s3())
+        self.shipped = SnapshotLocation(self.url, object_id, kb_version(read_manifest(directory)))
+        return self.shipped
+
+    def before_swap(self, work: Path, served: dict[str, Any]) -> SnapshotLocation:
+        transfer = push_index(work, self.url, client=self._s3())
+        self._pushed = SnapshotLocation(self.url, transfer.version, kb_version(read_manifest(work)))
+        logger.info(
+            "snapshot of version %d shipped to %s (%s, %.1f MiB in %.2f s)",
+            self._pushed.kb_version, self.url, transfer.version, transfer.bytes / 2**20, transfer.seconds,
+        )  # fmt: skip
+        return self._pushed
+
+    def after_swap(self, directory: Path, previous: int) -> None:
+        if self._pushed is not None:
+            self.shipped, self._pushed = self._pushed, None
