@@ -4,6 +4,7 @@ bad list is refused with one line before anything connects."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from concurrent import futures
 
@@ -11,21 +12,26 @@ import grpc
 import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from skbqa.client import ClientOptions, SkbqaClient
+from skbqa.client import AsyncSkbqaClient, ClientOptions, SkbqaClient
 from skbqa.client.addresses import channel_target
 from skbqa.common.errors import InvalidInputError
 from skbqa.v1 import api_pb2_grpc
+from tests.certs import Certs, make_certs
 from tests.unit.test_client_sdk import ScriptedServicer
 
 
 class Replica:
-    def __init__(self) -> None:
+    def __init__(self, certs: Certs | None = None) -> None:
         self.servicer = ScriptedServicer()
         self.health = health.HealthServicer()
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         api_pb2_grpc.add_SkbqaServicer_to_server(self.servicer, self.server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
-        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        if certs is None:
+            self.port = self.server.add_insecure_port("127.0.0.1:0")
+        else:
+            key_and_cert = (certs.server_key.read_bytes(), certs.server_cert.read_bytes())
+            self.port = self.server.add_secure_port("127.0.0.1:0", grpc.ssl_server_credentials([key_and_cert]))
         self.server.start()
         self.serving(True)
 
@@ -58,6 +64,18 @@ def test_calls_go_to_every_replica(replicas: list[Replica]) -> None:
     assert all(r.calls >= 5 for r in replicas), [r.calls for r in replicas]  # pick_first would give one all 20
 
 
+def test_the_asyncio_client_balances_the_same_way(replicas: list[Replica]) -> None:
+    target = ",".join(f"127.0.0.1:{r.port}" for r in replicas)
+
+    async def ask_all() -> None:
+        async with AsyncSkbqaClient(ClientOptions(target, deadline_s=10)) as client:
+            for n in range(20):
+                await client.ask(f"q{n}")
+
+    asyncio.run(ask_all())
+    assert all(r.calls >= 5 for r in replicas), [r.calls for r in replicas]
+
+
 def test_a_replica_gone_gets_no_calls_and_no_call_fails(replicas: list[Replica]) -> None:
     with _client(replicas) as client:
         for n in range(4):
@@ -83,6 +101,22 @@ def test_a_replica_not_serving_is_left_out_while_the_other_serves(replicas: list
             if replicas[0].calls:
                 break
     assert replicas[0].calls >= 1  # SERVING again: back in the rotation
+
+
+def test_tls_over_several_replicas_checks_each_certificate(tmp_path) -> None:
+    certs = make_certs(tmp_path)
+    running = [Replica(certs), Replica(certs)]
+    try:
+        target = ",".join(f"127.0.0.1:{r.port}" for r in running)
+        # the certificates name localhost and 127.0.0.1: checked against the first address, or --server-name
+        for name in (None, "localhost"):
+            with SkbqaClient(ClientOptions(target, tls_ca=certs.ca, server_name=name, deadline_s=10)) as client:
+                for n in range(6):
+                    client.ask(f"q{n}")
+        assert all(r.calls >= 4 for r in running), [r.calls for r in running]
+    finally:
+        for replica in running:
+            replica.server.stop(grace=None)
 
 
 def test_addresses_become_one_grpc_target() -> None:
