@@ -6,13 +6,15 @@ script — the supervisor does it, and each row says how long the stack took to 
     python bench/fault_matrix_supervised.py --stacks single  # only the rows of one stack
     python bench/fault_matrix_supervised.py --print          # the table of an existing file
 
-Three stacks, one after another (never two at once on 2 cores): `single` (one process per stage, Triton, Ray in
+Five stacks, one after another (never two at once on 2 cores): `single` (one process per stage, Triton, Ray in
 the reranker service: every stage's kill -9 with 1 replica, Triton, Ray, the memory broker), `replicas2` (every stage
 with 2 replicas, `--no-ray`: no default request reaches Ray, and two private Ray instances would only load the
 cores; each stage's kill -9 of one replica), `durable` (`--durable`: the broker on s3 storage, with the object
-store `stack up` picks by default; killed) and `edges` (`--prometheus --colocate parser+symbols+grounding
+store `stack up` picks by default; killed), `edges` (`--prometheus --colocate parser+symbols+grounding
 --no-ray`: the gateway, Prometheus, the co-located group's process and the supervisor itself killed; stopped with
-its supervisor dead, and checked for processes `stack down` left). Rows are merged into an existing file by
+its supervisor dead, and checked for processes `stack down` left) and `clients` (`--replicas gateway=2 --no-ray
+--no-triton`, the parser on an LLM endpoint outside the stack, the load through the project's client on both
+gateways: one gateway killed, the LLM endpoint killed; tests/integration/supervised_endpoints.py). Rows are merged into an existing file by
 (stack, fault). On a shared machine wrap the run in ``flock /tmp/skbqa-heavy.lock``.
 """
 
@@ -35,6 +37,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.integration.fault_stack import QUESTIONS  # noqa: E402
+from tests.integration.supervised_endpoints import (  # noqa: E402
+    CLIENTS_STACK,
+    LlmEndpoint,
+    clients_faults,
+    llm_references,
+)
 from tests.integration.supervised_faults import Fault, Load, References, run_row  # noqa: E402
 from tests.integration.supervised_stack import StackConfig, SupervisedStack  # noqa: E402
 
@@ -79,6 +87,9 @@ STACKS: dict[str, tuple[StackConfig, list[Fault]]] = {
             Fault("kill -9 of the supervisor itself (nothing restarts it)", "supervisor", supervisor=True),
         ],
     ),
+    # Two gateways, loaded through the project's client on both; the parser service on an LLM endpoint outside the
+    # stack. Its faults need that endpoint, so they are made when the stack is (`clients_faults`).
+    "clients": (CLIENTS_STACK, []),
 }
 DOWN_WITHOUT_SUPERVISOR = {"edges"}
 
@@ -172,15 +183,24 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     work = Path(args.work or tempfile.mkdtemp(prefix="skbqa-supervised-"))
     index = args.index or build_index(work)
-    refs = References.of(EmbeddedEngine.open(index, encoder=load_encoder("onnx-int8")), QUESTIONS)
+    engine = EmbeddedEngine.open(index, encoder=load_encoder("onnx-int8"))
+    refs = References.of(engine, QUESTIONS)
     load = Load(rate_per_s=args.rate, clients=args.clients, max_calls=args.max_calls, deadline_s=args.deadline)
     rows: list[dict[str, Any]] = []
     stacks: dict[str, Any] = {}
     for name in args.stacks:
         config, faults = STACKS[name]
         stack: SupervisedStack | None = None
+        endpoint = LlmEndpoint() if name == "clients" else None
         try:
-            stack = SupervisedStack.up(index, work / f"stack-{name}", config)
+            if endpoint is not None:
+                endpoint.start()
+                refs.llm = llm_references(engine, QUESTIONS, endpoint)
+                faults = clients_faults(endpoint, load.recover_within_s)
+                with endpoint.exported():
+                    stack = SupervisedStack.up(index, work / f"stack-{name}", config)
+            else:
+                stack = SupervisedStack.up(index, work / f"stack-{name}", config)
             stacks[name] = {
                 "up_args": config.up_args(),
                 "up_seconds": stack.up_seconds,
@@ -212,6 +232,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 left = stack.down()
                 stacks.setdefault(name, {})["left_running_after_down"] = left
                 save(args.out, rows, stacks, load)
+            if endpoint is not None:
+                endpoint.stop()
     return rows
 
 

@@ -90,8 +90,9 @@ class FakeOpenAIServer:
 
     # --- lifecycle --------------------------------------------------------------------------------------------
 
-    def start(self) -> FakeOpenAIServer:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+    def start(self, port: int = 0) -> FakeOpenAIServer:
+        """Serve on `port` (0: any free one; a fixed one lets a killed server come back at its address)."""
+        server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
         server.daemon_threads = True
         self._server = server
         self._thread = threading.Thread(

@@ -22,6 +22,7 @@ import os
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,7 @@ import grpc
 from skbqa.v1 import api_pb2, api_pb2_grpc
 from tests.integration.fault_matrix import CLEAR_STATUSES, Call
 from tests.integration.fault_stack import ask_stream
+from tests.integration.supervised_clients import ClientAsker, balanced_client, client_asker
 from tests.integration.supervised_stack import SupervisedStack, dropped_between, wait_for
 from tests.integration.supervisor_fault import supervisor_killed, supervisor_outcome
 
@@ -45,6 +47,7 @@ class References:
     af: dict[str, list[int]]
     bm25: dict[str, list[int]]
     reranked: dict[str, list[int]]
+    llm: dict[str, list[int]] = field(default_factory=dict)  # af parsed by the LLM row's endpoint (while it is up)
 
     @classmethod
     def of(cls, engine: Any, questions: list[str]) -> References:
@@ -66,6 +69,12 @@ class Fault:
     # the target is the supervisor: nothing restarts it (supervisor_fault.py says what the row checks instead)
     supervisor: bool = False
     options: dict[str, str] = field(default_factory=dict)  # the load's request options
+    # the load and probes go through the project's client (SkbqaClient) on every gateway address, balanced
+    balanced: bool = False
+    llm: bool = False  # the parser service has an LLM endpoint: answers without a fallback note use `refs.llm`
+    # a fault the stack does not restart (an endpoint outside it): its own kill and wait, given the normal-answer
+    # probe; returns the row's evidence (`supervised_endpoints.py`)
+    recovery: Callable[[SupervisedStack, Callable[[], bool]], dict[str, Any]] | None = None
 
     @property
     def reranked(self) -> bool:
@@ -104,6 +113,8 @@ def degraded_by(notes: dict[str, Any]) -> str:
 
 def reference(call: Call, question: str, fault: Fault, refs: References) -> list[int]:
     notes = call.notes[0] if call.notes else {}
+    if fault.llm and "parser_fallback" not in notes:
+        return refs.llm[question]
     if call.degraded and call.degraded[0]:
         if degraded_by(notes) == "rerank":
             return refs.reranked[question] if fault.reranked else refs.af[question]
@@ -124,11 +135,16 @@ class _WithOptions:
         return self._stub.AskStream(request, timeout=timeout)
 
 
-def ask(
-    stub: api_pb2_grpc.SkbqaStub, index: int, question: str, options: dict[str, str], deadline_s: float
-) -> Call:
-    """One AskStream call with `options`, every event counted; a non-OK end is kept as its status name."""
-    return ask_stream(_WithOptions(stub, options), index, question, deadline_s)  # type: ignore[arg-type]
+# One AskStream call (question index, question, deadline) with the row's options, every event counted; a non-OK
+# end is kept as its status name.
+Asker = Callable[[int, str, float], Call]
+
+
+def stub_asker(stub: api_pb2_grpc.SkbqaStub, options: dict[str, str]) -> Asker:
+    def ask(index: int, question: str, deadline_s: float) -> Call:
+        return ask_stream(_WithOptions(stub, options), index, question, deadline_s)  # type: ignore[arg-type]
+
+    return ask
 
 
 def answered_normally(call: Call, question: str, fault: Fault, refs: References) -> bool:
@@ -137,18 +153,21 @@ def answered_normally(call: Call, question: str, fault: Fault, refs: References)
         return False
     if fault.reranked and ray_failed(call.notes[0]):
         return False
+    if fault.llm:  # the LLM parsed it: no fallback note, the ranking of its parse
+        return "parser_fallback" not in call.notes[0] and call.finals[0] == refs.llm[question]
     return call.finals[0] == (refs.reranked if fault.reranked else refs.af)[question]
 
 
-def settle(
-    stack: SupervisedStack, stub: api_pb2_grpc.SkbqaStub, fault: Fault, refs: References, within_s: float
-) -> bool:
-    """Every process healthy and a probe answered normally: the stack is where a row may start."""
+def probe(ask: Asker, fault: Fault, refs: References) -> Callable[[], bool]:
+    """One call answered normally (`answered_normally`)?"""
     question = next(iter(refs.af))
+    return lambda: answered_normally(ask(-1, question, 10.0), question, fault, refs)
+
+
+def settle(stack: SupervisedStack, ask: Asker, fault: Fault, refs: References, within_s: float) -> bool:
+    """Every process healthy and a probe answered normally: the stack is where a row may start."""
     return wait_for(stack.all_healthy, within_s, every_s=1.0) and wait_for(
-        lambda: answered_normally(ask(stub, -1, question, fault.options, 10.0), question, fault, refs),
-        within_s,
-        every_s=1.0,
+        probe(ask, fault, refs), within_s, every_s=1.0
     )
 
 
@@ -158,7 +177,7 @@ def classify(
     answered, lost = 0, 0
     clear: Counter[str] = Counter()
     reasons: Counter[str] = Counter()
-    duplicates = degraded = in_process = ray_fallback = 0
+    duplicates = degraded = in_process = ray_fallback = parser_fallback = 0
     for call in calls:
         question = questions[call.index]
         took = call.ended - call.began
@@ -182,6 +201,7 @@ def classify(
             in_process += by_rerank
             degraded += bool(call.degraded[0]) and not by_rerank
             ray_fallback += fault.reranked and not by_rerank and ray_failed(call.notes[0])
+            parser_fallback += "parser_fallback" in call.notes[0]
     return {
         "sent": len(calls),
         "answered": answered,
@@ -192,6 +212,7 @@ def classify(
         "answered_degraded_bm25": degraded,
         "answered_degraded_rerank_in_process": in_process,
         "answered_without_ray_rerank": ray_fallback,
+        "answered_by_parser_fallback": parser_fallback,
         "max_call_s": round(max((c.ended - c.began for c in calls), default=0.0), 2),
         "max_past_deadline_s": round(max((c.ended - c.began - load.deadline_s for c in calls), default=0.0), 2),
         "over_deadline_plus_slack": sum(1 for c in calls if c.ended - c.began > load.deadline_s + load.slack_s),
@@ -199,21 +220,16 @@ def classify(
     }
 
 
-def _recovery(
-    stack: SupervisedStack, stub: api_pb2_grpc.SkbqaStub, fault: Fault, refs: References, load: Load
-) -> dict[str, Any]:
+def _recovery(stack: SupervisedStack, ask: Asker, fault: Fault, refs: References, load: Load) -> dict[str, Any]:
     """Kill the target, then time the supervisor's restart, the new process's health and the first normal answer
     (a probe sent after the restarted process is healthy). Runs beside the load."""
-    question = next(iter(refs.af))
     if fault.supervisor:
-        return supervisor_killed(
-            stack,
-            lambda: answered_normally(ask(stub, -1, question, fault.options, 10.0), question, fault, refs),
-            load.recover_within_s,
-        )
+        return supervisor_killed(stack, probe(ask, fault, refs), load.recover_within_s)
+    if fault.recovery is not None:
+        return fault.recovery(stack, probe(ask, fault, refs))
     evidence: dict[str, Any] = {"restarts_before": stack.restarts(fault.target)}
     old_pid = int(stack.record(fault.target)["pid"])
-    killed_at = time.monotonic()
+    killed_at = evidence["killed_at"] = time.monotonic()
     if fault.ray:
         evidence["killed_ray_pids"] = stack.kill_descendants(fault.target, RAY_PROCESSES)
     else:
@@ -229,11 +245,15 @@ def _recovery(
         healthy = wait_for(lambda: stack.healthy(fault.target), load.recover_within_s)
         evidence["healthy_after_s"] = since() if healthy else None
     remaining = max(1.0, load.recover_within_s - (time.monotonic() - killed_at))
-    normal = wait_for(
-        lambda: answered_normally(ask(stub, -1, question, fault.options, 10.0), question, fault, refs),
-        remaining,
-        every_s=0.5,
-    )
+    normal = wait_for(probe(ask, fault, refs), remaining, every_s=0.5)
+    if fault.balanced and restarted:
+        # the balancer sends the restarted replica calls again: it counts AskStream calls from its start
+        used = wait_for(
+            lambda: (stack.counter(fault.target, "skbqa_request_seconds_count", rpc="askstream") or 0) > 0,
+            max(1.0, load.recover_within_s - (time.monotonic() - killed_at)),
+        )
+        evidence["balancer_used_it_after_s"] = since() if used else None
+        normal = normal and used
     evidence["recovered_after_s"] = since() if normal and restarted else None
     evidence["answering_normally_after_s"] = since() if normal else None
     return evidence
@@ -246,13 +266,19 @@ def run_row(
     row's counts and evidence (nothing is asserted here)."""
     # A channel whose server went away (the gateway killed) waits out a reconnect backoff that grows to 120 s by
     # default, failing calls UNAVAILABLE meanwhile: capped at 1 s, so the row times the gateway, not the backoff.
+    # A balanced row's client caps it itself (skbqa.client.addresses).
     channel = grpc.insecure_channel(
         stack.gateway,
         options=[("grpc.initial_reconnect_backoff_ms", 200), ("grpc.max_reconnect_backoff_ms", 1000)],
     )
-    stub = api_pb2_grpc.SkbqaStub(channel)
+    sdk = balanced_client(stack, load.deadline_s) if fault.balanced else None
+    ask: Asker = (
+        client_asker(sdk, fault.options)
+        if sdk is not None
+        else stub_asker(api_pb2_grpc.SkbqaStub(channel), fault.options)
+    )
     try:
-        if not settle(stack, stub, fault, refs, 240.0):
+        if not settle(stack, ask, fault, refs, 240.0):
             raise RuntimeError(f"the stack did not settle before {fault.label}: {stack.status()}")
         status_before = stack.status()
         load_average = os.getloadavg()  # the machine is shared: a busy one restarts processes slower
@@ -264,7 +290,7 @@ def run_row(
         def inject() -> None:
             try:
                 time.sleep(load.fault_at_s)
-                evidence.update(_recovery(stack, stub, fault, refs, load))
+                evidence.update(_recovery(stack, ask, fault, refs, load))
             except BaseException as exc:  # reported in the row's thread
                 failure.append(exc)
             finally:
@@ -287,7 +313,7 @@ def run_row(
                 if delay > 0:
                     time.sleep(delay)
                 question = questions[index % len(questions)]
-                call = ask(stub, index % len(questions), question, fault.options, load.deadline_s)
+                call = ask(index % len(questions), question, load.deadline_s)
                 with lock:
                     calls.append(call)
 
@@ -314,6 +340,15 @@ def run_row(
             calls_ended_after_the_kill=sum(1 for c in calls if c.ended - began > load.fault_at_s),
             calls_started_after_the_kill=sum(1 for c in calls if c.began - began > load.fault_at_s),
         )
+        killed_at = float(evidence.pop("killed_at", began + load.fault_at_s))
+        evidence["refused_calls_started_after_the_kill"] = sum(
+            1 for c in calls if c.status in CLEAR_STATUSES and c.began > killed_at
+        )
+        if isinstance(ask, ClientAsker):
+            evidence["calls_retried_by_the_client"] = ask.retried()
+            evidence["calls_served_by_replica_since_start"] = {
+                r: stack.counter(r, "skbqa_request_seconds_count", rpc="askstream") for r in stack.gateway_names()
+            }
         return {
             "fault": fault.label,
             "target": fault.target,
@@ -327,6 +362,8 @@ def run_row(
         }
     finally:
         channel.close()
+        if sdk is not None:
+            sdk[0].close()
 
 
 def outcome(counts: dict[str, Any], evidence: dict[str, Any], fault: Fault) -> str:
@@ -334,6 +371,8 @@ def outcome(counts: dict[str, Any], evidence: dict[str, Any], fault: Fault) -> s
     parts = []
     if fault.supervisor:
         parts.append(supervisor_outcome(evidence))
+    elif fault.recovery is not None:
+        parts.append(str(evidence.get("outcome", "")))
     elif evidence.get("restarted_after_s") is None:
         parts.append(f"{fault.target} NOT restarted by the supervisor")
     else:
@@ -346,6 +385,8 @@ def outcome(counts: dict[str, Any], evidence: dict[str, Any], fault: Fault) -> s
         )
     if counts["answered_without_ray_rerank"]:
         parts.append(f"{counts['answered_without_ray_rerank']} answered without step 8 (Ray failed, in notes)")
+    if counts["answered_by_parser_fallback"]:
+        parts.append(f"{counts['answered_by_parser_fallback']} answered by the encoder parser (fallback in notes)")
     if counts["clear_status"]:
         parts.append("refused " + ", ".join(f"{n} {code}" for code, n in sorted(counts["clear_status"].items())))
     if counts["lost"]:

@@ -105,9 +105,20 @@ class SupervisedStack:
     def gateway(self) -> str:
         return f"127.0.0.1:{self.state()['ports']['gateway']}"
 
+    @property
+    def gateways(self) -> str:
+        """Every gateway replica's address, as `stack up` gives them to clients (IP:PORT,IP:PORT)."""
+        return str(self.state()["ports"]["gateways"])
+
+    def gateway_names(self) -> list[str]:
+        return [name for name in self.names() if name.rsplit("-", 1)[0] == "gateway"]
+
+    def cli_status_text(self) -> str:
+        return cli("status", self.directory, timeout_s=60).stdout
+
     def status(self) -> dict[str, tuple[str, int]]:
         """`skbqa stack status`, parsed: name → (health, restarts)."""
-        out = cli("status", self.directory, timeout_s=60).stdout
+        out = self.cli_status_text()
         rows: dict[str, tuple[str, int]] = {}
         for line in out.splitlines():
             parts = line.split()

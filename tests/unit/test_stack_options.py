@@ -71,3 +71,18 @@ def test_a_colocated_group_is_one_service_and_the_gateway_is_told(index: Path, m
     group = started["ranking+reranker-1"]
     assert group[group.index("--role") + 1] == "ranking+reranker"
     assert group[group.index("--ray-address") + 1] == "local"  # the reranker inside it keeps Ray Serve
+
+
+def test_every_gateway_replica_is_given_to_clients(index: Path, monkeypatch) -> None:
+    stack = LocalStack(
+        StackOptions(index=index, directory=index / "stack", gateway_port=0, replicas={"gateway": 2})
+    )
+    stack.directory.mkdir()
+    stack.ports["bus"] = "kafka://127.0.0.1:9"
+    ports: dict[str, int] = {}
+    monkeypatch.setattr(stack, "_start", lambda name, argv, p, env=None: ports.__setitem__(name, p["grpc"]))
+    stack.start_service("gateway", 0, wait=False)
+    stack.start_service("gateway", 1, wait=False)
+    assert ports["gateway-0"] != ports["gateway-1"]  # no clash: the second takes a free port
+    expected = f"127.0.0.1:{ports['gateway-0']},127.0.0.1:{ports['gateway-1']}"
+    assert stack.ports["gateways"] == expected  # what `stack up` prints and the state file records

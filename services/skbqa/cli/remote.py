@@ -17,7 +17,8 @@ def add_target_arguments(p: argparse.ArgumentParser) -> None:
     target.add_argument(
         "--server",
         metavar="HOST:PORT",
-        help="ask a deployed service (the gateway or `skbqa serve`) through the client SDK",
+        help="ask a deployed service (the gateway or `skbqa serve`) through the client SDK; several replicas as "
+        "IP:PORT,IP:PORT (balanced round-robin, e.g. what `skbqa stack up` prints for --replicas gateway=2)",
     )
     remote = p.add_argument_group("with --server")
     remote.add_argument(

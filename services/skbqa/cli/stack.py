@@ -88,6 +88,9 @@ def run_stack(args: argparse.Namespace) -> int:
                 f"restarts {restarts.get(record['name'], 0):<3} {served_version(record):<6} "
                 f"{json.dumps(record['ports'])}"
             )
+        gateways = state.get("ports", {}).get("gateways")
+        if gateways:
+            print(f"gateways: {gateways}  (clients: --server {gateways})")
         return 0
     if args.index is None:
         raise InvalidInputError("stack up needs --index DIR")
@@ -106,7 +109,7 @@ def run_stack(args: argparse.Namespace) -> int:
     )
     started = time.perf_counter()
     ports = LocalStack(options).up()
-    print(f"stack up in {time.perf_counter() - started:.1f} s: gateway 127.0.0.1:{ports['gateway']}")
+    print(f"stack up in {time.perf_counter() - started:.1f} s: gateway {ports['gateways']}")
     print(json.dumps(ports, indent=2))
     print(f"stop it with: skbqa stack down --dir {args.dir}")
     return 0

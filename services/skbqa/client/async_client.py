@@ -45,9 +45,11 @@ class AsyncSkbqaClient:
         credentials = options.credentials()
         extra = {"interceptors": list(interceptors)} if interceptors else {}
         self._channel = (
-            grpc.aio.secure_channel(options.target, credentials, options=options.channel_options(), **extra)
+            grpc.aio.secure_channel(
+                options.channel_target, credentials, options=options.channel_options(), **extra
+            )
             if credentials is not None
-            else grpc.aio.insecure_channel(options.target, options=options.channel_options(), **extra)
+            else grpc.aio.insecure_channel(options.channel_target, options=options.channel_options(), **extra)
         )
         self._stub = api_pb2_grpc.SkbqaStub(self._channel)
 

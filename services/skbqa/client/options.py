@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skbqa.client.addresses import balancing_options, channel_target, split_addresses
 from skbqa.common.errors import InvalidInputError, clip
 
 DEFAULT_DEADLINE_S = 30.0
@@ -23,7 +24,8 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 @dataclass(frozen=True)
 class ClientOptions:
-    """`target` is HOST:PORT. TLS is on when a CA file is given or `tls` is set (the system's roots then); a
+    """`target` is HOST:PORT, or several IP:PORT separated by commas (replicas of one service, balanced:
+    `addresses.py`). TLS is on when a CA file is given or `tls` is set (the system's roots then); a
     client certificate and key make it mutual TLS. `deadline_s` bounds a whole call, retries included;
     `retries` is how many more attempts a call gets after UNAVAILABLE (0: none)."""
 
@@ -40,9 +42,7 @@ class ClientOptions:
     backoff_max_s: float = 2.0
 
     def __post_init__(self) -> None:
-        host, sep, port = self.target.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise InvalidInputError(f"server address must be HOST:PORT, got '{clip(self.target)}'")
+        split_addresses(self.target)  # one line for a bad address, before anything connects
         if (self.tls_cert is None) != (self.tls_key is None):
             raise InvalidInputError("mutual TLS needs both a client certificate and its key")
         if self.deadline_s <= 0:
@@ -54,6 +54,15 @@ class ClientOptions:
         for path in (self.tls_ca, self.tls_cert, self.tls_key):
             if path is not None and not Path(path).is_file():
                 raise InvalidInputError(f"{clip(str(path))}: not a file")
+
+    @property
+    def addresses(self) -> tuple[str, ...]:
+        return split_addresses(self.target)
+
+    @property
+    def channel_target(self) -> str:
+        """The gRPC target of `target`: itself, or the static list of several addresses."""
+        return channel_target(self.addresses)
 
     @property
     def secure(self) -> bool:
@@ -77,7 +86,7 @@ class ClientOptions:
             token = read_token(token_file)
         address = target or env("SKBQA_SERVER")
         if not address:
-            raise InvalidInputError("no server address: pass HOST:PORT or set SKBQA_SERVER")
+            raise InvalidInputError("no server address: pass HOST:PORT[,HOST:PORT...] or set SKBQA_SERVER")
         settings: dict[str, Any] = {
             "token": token,
             "tls_ca": path("SKBQA_CLIENT_TLS_CA"),
@@ -98,6 +107,7 @@ class ClientOptions:
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             # the client's retries are its own (tenacity, with the request id kept): gRPC's would double them
             ("grpc.enable_retries", 0),
+            *balancing_options(self.addresses),
         ]
         if self.server_name:
             options.append(("grpc.ssl_target_name_override", self.server_name))

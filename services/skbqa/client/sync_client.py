@@ -47,9 +47,9 @@ class SkbqaClient:
         self.options = options
         credentials = options.credentials()
         self._channel = (
-            grpc.secure_channel(options.target, credentials, options=options.channel_options())
+            grpc.secure_channel(options.channel_target, credentials, options=options.channel_options())
             if credentials is not None
-            else grpc.insecure_channel(options.target, options=options.channel_options())
+            else grpc.insecure_channel(options.channel_target, options=options.channel_options())
         )
         channel = grpc.intercept_channel(self._channel, *interceptors) if interceptors else self._channel
         self._stub = api_pb2_grpc.SkbqaStub(channel)

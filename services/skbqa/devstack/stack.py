@@ -244,6 +244,8 @@ class LocalStack:
         if role == "gateway" and replica == 0:
             self.ports["gateway"] = grpc_port
         self.ports.setdefault("services", {})[name] = {"grpc": grpc_port, "metrics": metrics_port}
+        if role == "gateway":  # what a client is given: every replica, for its balancer (docs/client.md)
+            self.ports["gateways"] = gateway_addresses(self.ports["services"])
         if wait:
             wait_until(
                 lambda: grpc_serving(grpc_port),
@@ -308,6 +310,16 @@ class LocalStack:
         if (self.directory / "stack.json").is_file():
             return stack_down(self.directory)  # the recorded pids: restarted processes under their new ones
         return stop_records(self.records)
+
+
+def gateway_addresses(services: dict[str, dict[str, int]]) -> str:
+    """The gateways' addresses in the form clients take (`--server`, SKBQA_SERVER): IP:PORT,IP:PORT."""
+    gateways = sorted(
+        (int(name.rsplit("-", 1)[1]), ports["grpc"])
+        for name, ports in services.items()
+        if name.rsplit("-", 1)[0] == "gateway"
+    )
+    return ",".join(f"127.0.0.1:{port}" for _, port in gateways)
 
 
 def stack_down(directory: Path) -> list[str]:
