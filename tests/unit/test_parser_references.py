@@ -2,7 +2,8 @@
 data): an answer's head noun that an edge's gloss uses says the relation ("which *components* make up a bicycle"),
 a noun after a demonstrative refers back to a name said earlier ("steel: which parts are made of *this alloy*?"),
 "in the sense of …" says which sense a name means, not what is asked, and a head noun is no name for a type
-whose nodes are verbs ("which *places* …")."""
+whose nodes are verbs ("which *places* …"); an edge said in other words than its own ("what *clashes* with X" for
+"conflicts") is where the answer's type is read from only when its meaning is far ahead of every other edge's."""
 
 from __future__ import annotations
 
@@ -10,9 +11,12 @@ import numpy as np
 import pytest
 
 from skbqa.engine.embedded import EmbeddedEngine
+from skbqa.skb.schema import EdgeType
 from skbqa.stages.parse.anaphors import drop_anaphors
 from skbqa.stages.parse.constants import Constant
 from skbqa.stages.parse.question_text import QuestionText
+from skbqa.stages.parse.reached_types import clear_by_meaning
+from skbqa.stages.parse.relations import Hop, RelationOption
 from skbqa.stages.parse.sense_qualifiers import cut_qualifiers
 from tests.helpers import engine_over
 from tests.unit.test_encoder_parser import constants, edges, parse
@@ -187,3 +191,23 @@ def test_a_head_noun_is_no_name_for_a_type_of_verbs(lexicon: EmbeddedEngine) -> 
     parsed = parse(lexicon, "Which places are part of France?")
     assert parsed.target_type == "noun_sense"
     assert edges(parsed) == {("y", "part_of", "c1")}
+
+
+def _option(edge: str, score: float, forward: bool = True) -> RelationOption:
+    return RelationOption((Hop(EdgeType(edge, "package", "package"), forward),), (), score=score)
+
+
+@pytest.mark.parametrize(
+    ("ranked", "clear"),
+    [
+        # "what *clashes with* X" against "conflicts with": no shared word, one edge far ahead
+        ([_option("conflicts", 0.47), _option("conflicts", 0.4, False), _option("breaks", 0.13)], True),
+        ([_option("conflicts", 0.47), _option("breaks", 0.3)], False),  # a rival close behind
+        ([_option("conflicts", 0.3), _option("breaks", 0.0)], False),  # far ahead, but weak
+        ([_option("conflicts", 0.5)], True),
+    ],
+)
+def test_an_edge_said_in_other_words_needs_its_meaning_far_ahead(
+    ranked: list[RelationOption], clear: bool
+) -> None:
+    assert clear_by_meaning(ranked) is clear

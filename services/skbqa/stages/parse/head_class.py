@@ -109,13 +109,9 @@ def add_head_class(
     warnings: list[str],
 ) -> None:
     """Add the class constraint when the head noun names nodes of the answer's type that other nodes of that type
-    link to and no triplet relates the answer to a name already (and say so in `warnings`)."""
+    link to (and say so in `warnings`)."""
     words = head_words(text)
     if not words or parsed.target_type is None or any(w in called for w in words):
-        return
-    if any(parsed.symbols[t.head].is_constant or parsed.symbols[t.tail].is_constant for t in parsed.triplets):
-        # a name the answer is related to says more than its class, which may be several edges above it ("which
-        # *animals* are members of the genera in Cervidae": a deer is no direct kind of animal)
         return
     from lemminflect import getAllLemmas
 

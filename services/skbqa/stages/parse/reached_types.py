@@ -21,7 +21,10 @@ from skbqa.stores.graph.base import Direction
 from skbqa.stores.index import IndexStores
 
 MIN_SHARE = 0.6  # of the constant's neighbours over the edge, this many must be of one type
-MAX_CONSTANT_NODES = 50  # a name this common says nothing of where its edges lead
+MAX_CONSTANT_NODES = 50
+# An edge said in other words than its own is taken when the meaning puts it this high and this far ahead
+MEANING_MIN_SCORE = 0.4
+MEANING_MARGIN = 0.25  # a name this common says nothing of where its edges lead
 
 
 class ReachedTypes:
@@ -46,9 +49,10 @@ class ReachedTypes:
         if not options:
             return None
         (vector,) = encoder.encode([phrase])
-        best = chooser.rank(options, phrase, vector)[0]
+        ranked = chooser.rank(options, phrase, vector)
+        best = ranked[0]
         hop = best.hops[0]
-        if best.any_edge or not words & stems(edge_text(hop.edge)):
+        if best.any_edge or not (words & stems(edge_text(hop.edge)) or clear_by_meaning(ranked)):
             return None  # the words do not single out one edge
         reached = self._stores.graph.neighbours(
             constant.positions, hop.edge.name, _direction(hop.from_constant_side)
@@ -76,6 +80,14 @@ class ReachedTypes:
                             if self._stores.graph.degree(constant.positions, hop.edge.name, direction).sum():
                                 options.append(option)  # only edges the constant's nodes have
         return options
+
+
+def clear_by_meaning(ranked: list[RelationOption]) -> bool:
+    """ "what *clashes with* X" for an edge described as "conflicts with": no word shared, but the meaning puts one
+    edge far ahead of every other edge."""
+    best = ranked[0]
+    rival = next((o for o in ranked[1:] if o.hops[0].edge.name != best.hops[0].edge.name), None)
+    return best.score >= MEANING_MIN_SCORE and (rival is None or best.score - rival.score >= MEANING_MARGIN)
 
 
 def _direction(from_constant_side: bool) -> Direction:
