@@ -17,7 +17,7 @@ from skbqa.stages.parse.constants import Constant
 from skbqa.stages.parse.question_text import QuestionText
 from skbqa.stages.parse.reached_types import clear_by_meaning
 from skbqa.stages.parse.relations import Hop, RelationOption
-from skbqa.stages.parse.sense_qualifiers import cut_qualifiers
+from skbqa.stages.parse.sense_qualifiers import cut_glosses, cut_qualifiers
 from tests.helpers import engine_over
 from tests.unit.test_encoder_parser import constants, edges, parse
 
@@ -58,6 +58,7 @@ NODES = [
     {"id": 6, "type": "artifact", "name": "gear", "text": "a toothed wheel"},
     {"id": 7, "type": "artifact", "name": "frame", "text": "the rigid structure of the bicycle"},
     {"id": 8, "type": "artifact", "name": "kettle", "text": "a pot for boiling water"},
+    {"id": 9, "type": "artifact", "name": "chain", "text": "a group of shops under one owner"},
     {"id": 20, "type": "substance", "name": "steel", "text": "an alloy of iron and carbon"},
     {"id": 21, "type": "substance", "name": "alloy", "text": "a metal made by melting metals together"},
     {"id": 22, "type": "substance", "name": "leather", "text": "tanned animal hide"},
@@ -211,3 +212,21 @@ def test_an_edge_said_in_other_words_needs_its_meaning_far_ahead(
     ranked: list[RelationOption], clear: bool
 ) -> None:
     assert clear_by_meaning(ranked) is clear
+
+
+@pytest.mark.parametrize(
+    ("question", "cut"),
+    [
+        ("chain, the drive rings - what is it made of?", "chain - what is it made of?"),
+        ("a chain, the shops, and its owner", "a chain, and its owner"),
+        ("the chain, the thing we saw, and a bicycle", None),  # shares no word with a chain's text: no gloss
+        ("bicycle, the vehicle, and its parts", None),  # one node of that name: nothing to choose between
+    ],
+)
+def test_an_apposition_that_glosses_one_of_a_names_nodes_says_which(
+    engine: EmbeddedEngine, question: str, cut: str | None
+) -> None:
+    nodes = engine.stores.nodes
+    names = np.array([n.lower() for n in nodes.names])
+    kept, qualifiers = cut_glosses(question, [], lambda name: np.flatnonzero(names == name.lower()), nodes)
+    assert kept == (cut or question) and len(qualifiers) == (1 if cut else 0)

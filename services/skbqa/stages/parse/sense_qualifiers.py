@@ -25,6 +25,8 @@ _QUOTE = r"['\"“”‘’]"
 _PATTERNS = (
     re.compile(rf",?\s*\bmeaning\s+{_QUOTE}(?P<q>[^'\"“”‘’]+?)\.*{_QUOTE}", re.IGNORECASE),
     re.compile(r"\s*\(\s*as in:?\s*(?P<q>[^)]+?)\.*\s*\)", re.IGNORECASE),
+    # "Noisy, *as in full of loud sounds*: …"
+    re.compile(r",\s*as in:?\s+(?P<q>[^,:;?!()]+?)(?=\s*(?:[,:;?!]|$))", re.IGNORECASE),
     re.compile(rf"\s*\(\s*{_QUOTE}(?P<q>[^)]+?)\.*{_QUOTE}\s*\)"),
     re.compile(r"\s*\(\s*(?:the|in the)\s+(?P<q>[\w.-]+(?:\s+[\w.-]+)?)\s+sense\s*\)", re.IGNORECASE),
     re.compile(r"\s+in\s+the\s+(?P<q>[\w.-]+)\s+sense\b", re.IGNORECASE),
@@ -42,6 +44,12 @@ _PATTERNS = (
 # (*be upright*)". Such words are a gloss only when the data says so (`cut_glosses`): parentheses also hold
 # constraints ("(direct subtypes)", "(not individual people)").
 _PARENTHESIS = re.compile(r"(?P<name>(?:[\w'-]+ ){0,2}[\w'-]+)\s*\(\s*(?P<q>[a-z][^()]*?)\s*\)")
+# "Fencing, *the sword sport* - what …": a name, a comma, "the" and a few words up to the next punctuation (its
+# gloss; short, so a single shared word suffices: the construction itself says it is a gloss)
+_APPOSITION = re.compile(
+    r"(?P<name>(?:[\w'-]+ ){0,2}[\w'-]+),\s+the\s+(?P<q>[a-z][\w'-]*(?:\s+[a-z][\w'-]*){0,3})"
+    r"(?=\s*(?:[,;:?!]|[-–—]\s|$))"
+)
 GLOSS_SHARE = 0.5  # of a parenthesis's sense words one node of the name's document must share, and at least
 MIN_GLOSS_WORDS = 2  # this many
 
@@ -70,31 +78,34 @@ def cut_qualifiers(question: str) -> tuple[str, list[Qualifier]]:
 def cut_glosses(
     question: str, qualifiers: list[Qualifier], positions: Callable[[str], np.ndarray], nodes: NodeTable
 ) -> tuple[str, list[Qualifier]]:
-    """`cut_qualifiers` for a parenthesis of plain words after a name of several nodes, when one of those nodes'
-    documents shares most of its words: it says which node the name means ("dry (free from liquid or moisture)").
-    `positions`: the nodes a name names."""
+    """`cut_qualifiers` for a parenthesis of plain words, or an apposition ("coffee, *the beverage*,"), after a
+    name of several nodes, when one of those nodes' documents shares most of its words: it says which node the
+    name means ("dry (free from liquid or moisture)"). `positions`: the nodes a name names."""
     found = list(qualifiers)
-    at = 0
-    while (match := _PARENTHESIS.search(question, at)) is not None:
-        words = sense_words(match.group("q"))
-        if len(words) < MIN_GLOSS_WORDS or not _glosses(match.group("name"), words, positions, nodes):
-            at = match.start("q")
-            continue
-        end = match.end("name")
-        question = question[:end] + question[match.end() :]
-        cut = match.end() - end
-        found = [replace(q, after=q.after - cut) if q.after > end else q for q in found]
-        found.append(Qualifier(end, words))
-        at = end
+    for pattern, least in ((_PARENTHESIS, MIN_GLOSS_WORDS), (_APPOSITION, 1)):
+        at = 0
+        while (match := pattern.search(question, at)) is not None:
+            words = sense_words(match.group("q"))
+            if len(words) < least or not _glosses(match.group("name"), words, positions, nodes, least):
+                at = match.start("q")
+                continue
+            end = match.end("name")
+            question = question[:end] + question[match.end() :]
+            cut = match.end() - end
+            found = [replace(q, after=q.after - cut) if q.after > end else q for q in found]
+            found.append(Qualifier(end, words))
+            at = end
     return question, sorted(found, key=lambda q: q.after)
 
 
-def _glosses(name: str, words: frozenset[str], positions: Callable[[str], np.ndarray], nodes: NodeTable) -> bool:
+def _glosses(
+    name: str, words: frozenset[str], positions: Callable[[str], np.ndarray], nodes: NodeTable, least: int
+) -> bool:
     said = name.split()
     for k in range(len(said)):  # the longest name that ends right before the parenthesis
         found = positions(" ".join(said[k:]))
         if found.size >= 2:
-            needed = max(MIN_GLOSS_WORDS, GLOSS_SHARE * len(words))
+            needed = max(least, GLOSS_SHARE * len(words))
             return any(
                 len(words & sense_words(document(nodes, int(p)))) >= needed for p in found[:MAX_NODES_SCORED]
             )
