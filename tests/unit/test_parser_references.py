@@ -3,7 +3,9 @@ data): an answer's head noun that an edge's gloss uses says the relation ("which
 a noun after a demonstrative refers back to a name said earlier ("steel: which parts are made of *this alloy*?"),
 "in the sense of …" says which sense a name means, not what is asked, and a head noun is no name for a type
 whose nodes are verbs ("which *places* …"); an edge said in other words than its own ("what *clashes* with X" for
-"conflicts") is where the answer's type is read from only when its meaning is far ahead of every other edge's."""
+"conflicts") is where the answer's type is read from only when its meaning is far ahead of every other edge's; an
+apposition glosses a name ("chain, *the drive rings*"); a gerund after a preposition names its verb's node ("by
+*postponing* something")."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.skb.schema import EdgeType
 from skbqa.stages.parse.anaphors import drop_anaphors
 from skbqa.stages.parse.constants import Constant
+from skbqa.stages.parse.gerunds import gerund_name
 from skbqa.stages.parse.question_text import QuestionText
 from skbqa.stages.parse.reached_types import clear_by_meaning
 from skbqa.stages.parse.relations import Hop, RelationOption
@@ -230,3 +233,26 @@ def test_an_apposition_that_glosses_one_of_a_names_nodes_says_which(
     names = np.array([n.lower() for n in nodes.names])
     kept, qualifiers = cut_glosses(question, [], lambda name: np.flatnonzero(names == name.lower()), nodes)
     assert kept == (cut or question) and len(qualifiers) == (1 if cut else 0)
+
+
+class _Names:
+    """Stands in for the name lexicon: one verb node, "place"."""
+
+    def positions(self, name: str, original: str | None = None) -> np.ndarray:
+        return np.array([10]) if name == "place" else np.array([], dtype=np.int64)
+
+
+@pytest.mark.parametrize(
+    ("question", "named"),
+    [
+        ("what is entailed by placing something?", "place"),
+        ("what is done by placing?", "place"),
+        ("tools for placing bricks", None),  # the verb with its object: no activity named alone
+        ("what is entailed by sleeping?", None),  # no node of that verb
+    ],
+)
+def test_a_gerund_after_a_preposition_names_its_verb(question: str, named: str | None) -> None:
+    text = QuestionText.of(question)
+    at = next(i for i, t in enumerate(text.tokens) if t.lower.endswith("ing"))
+    found = gerund_name(text, at, _Names())  # type: ignore[arg-type]
+    assert (found[0] if found else None) == named

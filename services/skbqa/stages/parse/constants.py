@@ -14,6 +14,7 @@ import numpy as np
 from skbqa.query.context import QueryContext
 from skbqa.stages.english import is_english, word_classes
 from skbqa.stages.parse.chain_words import PLACEHOLDERS, RELATING_PREPOSITIONS, RELATIVE_PRONOUNS
+from skbqa.stages.parse.gerunds import gerund_name
 from skbqa.stages.parse.modifier_words import COMPARATIVES, compared, only_a_modifier
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.relation_labels import RelationLabels
@@ -126,6 +127,8 @@ class ConstantSpotter:
                     if positions.size:
                         hit = Constant(i, i + n, surface, positions, True)
                         break
+                if hit is None and (gerund := gerund_name(text, i, lexicon)) is not None:
+                    hit = Constant(i, i + 1, gerund[0], gerund[1], True)
             if hit:
                 found.append(hit)
                 text.claim(hit.start, hit.end, "constant")

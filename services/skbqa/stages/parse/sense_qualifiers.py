@@ -25,8 +25,6 @@ _QUOTE = r"['\"“”‘’]"
 _PATTERNS = (
     re.compile(rf",?\s*\bmeaning\s+{_QUOTE}(?P<q>[^'\"“”‘’]+?)\.*{_QUOTE}", re.IGNORECASE),
     re.compile(r"\s*\(\s*as in:?\s*(?P<q>[^)]+?)\.*\s*\)", re.IGNORECASE),
-    # "Noisy, *as in full of loud sounds*: …"
-    re.compile(r",\s*as in:?\s+(?P<q>[^,:;?!()]+?)(?=\s*(?:[,:;?!]|$))", re.IGNORECASE),
     re.compile(rf"\s*\(\s*{_QUOTE}(?P<q>[^)]+?)\.*{_QUOTE}\s*\)"),
     re.compile(r"\s*\(\s*(?:the|in the)\s+(?P<q>[\w.-]+(?:\s+[\w.-]+)?)\s+sense\s*\)", re.IGNORECASE),
     re.compile(r"\s+in\s+the\s+(?P<q>[\w.-]+)\s+sense\b", re.IGNORECASE),
