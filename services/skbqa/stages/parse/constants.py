@@ -151,8 +151,7 @@ class ConstantSpotter:
             for i in (constant.start - 1, constant.end):
                 if not 0 <= i < len(text) or text.claimed[i] is not None or not text.tokens[i].text.islower():
                     continue
-                # after the name only where its clause ends ("the serf *program* and …"): "X *tool* both built
-                # using" keeps the word in the clause that relates X
+                # after the name only where its clause ends ("the serf *program* and …", not "X *tool* both built")
                 ends = i + 1 >= len(text) or text.boundary_before(i + 1)
                 if i == constant.end and not ends and text.tokens[i + 1].lower not in ("and", "or"):
                     continue

@@ -60,8 +60,7 @@ from skbqa.stores.lexicon import NameLexicon
 
 # How much each way of finding the target type, and of linking a constant, is to be trusted (parse confidence).
 TYPE_CERTAINTY = {"word": 1.0, "synonym": 0.9, "relation": 0.85, "meaning": 0.75, "guess": 0.7, "none": 0.0}
-# Ways of finding the target type that a stronger signal found later may overrule (an attribute only one type has,
-# "kinds of X").
+# Ways of finding the target type a stronger later signal may overrule (an attribute one type has, "kinds of X").
 WEAK_TYPE_SOURCES = frozenset({"meaning", "guess", "none"})
 UNSUPPORTED_GUESS_CERTAINTY = 0.45
 # Nouns that ask for narrower nodes of what follows them ("kinds of X"): English, not any one schema's.
@@ -140,8 +139,6 @@ class EncoderParser:
         self._relations(encoder).warm()
         self._assembler.warm(encoder)
         self._constants.warm()
-
-    # ------------------------------------------------------------------------------------------------ parse
 
     def parse(self, query: QueryContext, reading: Reading | None = None) -> StructuredQuery:
         reading = reading or Reading()
