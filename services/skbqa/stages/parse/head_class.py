@@ -10,9 +10,11 @@ from __future__ import annotations
 import re
 
 from skbqa.query.structured import StructuredQuery, Symbol, Triplet
+from skbqa.skb.schema import EdgeType
 from skbqa.stages.parse.question_text import QuestionText
 from skbqa.stages.parse.relation_labels import EDGE_NAME
 from skbqa.stages.parse.relations import stems
+from skbqa.stages.parse.type_mentions import noun_lemma
 from skbqa.stores.index import IndexStores
 from skbqa.stores.lexicon import NameLexicon
 
@@ -40,20 +42,20 @@ def head_words(text: QuestionText) -> list[str]:
     return [text.tokens[i].lower for i in runs[-1]] if runs else []
 
 
-def relation_nouns(stores: IndexStores) -> tuple[frozenset[str], frozenset[str]]:
-    """The words of the edge types' names and descriptions, their examples in parentheses left out ("part of":
-    "a component of the whole (wheel -> car)" gives "component", not "wheel"), and the words the node types' names
-    and descriptions use, which stay words for a type ("the verb *sense* is grouped with …" where a verb type is "a
-    verb sense")."""
+def relation_nouns(stores: IndexStores) -> tuple[dict[EdgeType, frozenset[str]], frozenset[str]]:
+    """Each edge type's words, from its name and description with the examples in parentheses
+    left out ("part of": "a component of the whole (wheel -> car)" gives "component", not "wheel"); and the words
+    the node types' names and descriptions use, which stay words for a type ("the verb *sense* is grouped with …"
+    where a verb type is "a verb sense")."""
     schema = stores.nodes.schema
-    said = set().union(*(_words(f"{e.name.replace('_', ' ')} {e.description}") for e in schema.edge_types))
+    edges = {
+        e: frozenset(
+            re.findall(r"[a-z]+", re.sub(r"\([^)]*\)", " ", f"{e.name.replace('_', ' ')} {e.description}".lower()))
+        )
+        for e in schema.edge_types
+    }
     types = " ".join(f"{t.name.replace('_', ' ')} {t.description}" for t in schema.node_types)
-    return frozenset(said), frozenset(re.findall(r"[a-z]+", types.lower()))
-
-
-def _words(gloss: str) -> set[str]:
-    """A gloss's words, its examples in parentheses left out."""
-    return set(re.findall(r"[a-z]+", re.sub(r"\([^)]*\)", " ", gloss.lower())))
+    return edges, frozenset(re.findall(r"[a-z]+", types.lower()))
 
 
 def _says(noun: str, words: frozenset[str] | set[str]) -> bool:
@@ -78,12 +80,11 @@ def claim_relation_head(text: QuestionText, stores: IndexStores, warnings: list[
     runs = head_runs(text)
     if not runs:
         return None
-    from lemminflect import getAllLemmas
-
     last = text.tokens[runs[-1][-1]].lower
-    singular = next(iter(getAllLemmas(last).get("NOUN", ())), last).lower()
+    singular = noun_lemma(last) or last
     edge_words, type_words = relation_nouns(stores)
-    if not _says(singular, edge_words) or _says(singular, type_words):
+    saying = [edge for edge, words in edge_words.items() if _says(singular, words)]
+    if not saying or _says(singular, type_words):
         return None
     first = runs[-1][0]
     type_stems = set().union(*(stems(t.name.replace("_", " ")) for t in stores.nodes.schema.node_types))
@@ -91,12 +92,7 @@ def claim_relation_head(text: QuestionText, stores: IndexStores, warnings: list[
         return None  # "*phenotypic* features": the type's own word qualifies it, the noun says the type
     text.claim(runs[-1][0], runs[-1][-1] + 1, EDGE_NAME)
     warnings.append("the answer's head noun says its relation")
-    ends = {
-        end
-        for e in stores.nodes.schema.edge_types
-        if _says(singular, _words(f"{e.name.replace('_', ' ')} {e.description}"))
-        for end in (e.source, e.target)
-    }
+    ends = {end for edge in saying for end in (edge.source, edge.target)}
     return ends.pop() if len(ends) == 1 else None
 
 
@@ -113,9 +109,7 @@ def add_head_class(
     words = head_words(text)
     if not words or parsed.target_type is None or any(w in called for w in words):
         return
-    from lemminflect import getAllLemmas
-
-    singular = next(iter(getAllLemmas(words[-1]).get("NOUN", ())), words[-1]).lower()
+    singular = noun_lemma(words[-1]) or words[-1]
     name = " ".join([*words[:-1], singular])
     described = stores.nodes.schema.node_types[stores.nodes.schema.node_code(parsed.target_type)].description
     if re.search(rf"\b{re.escape(singular)}", described.lower()):
