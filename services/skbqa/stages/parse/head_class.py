@@ -11,6 +11,7 @@ import re
 
 from skbqa.query.structured import StructuredQuery, Symbol, Triplet
 from skbqa.skb.schema import EdgeType
+from skbqa.stages.parse.class_modifiers import premodifier, read_modifier
 from skbqa.stages.parse.question_text import QuestionText
 from skbqa.stages.parse.relation_labels import EDGE_NAME
 from skbqa.stages.parse.relations import stems
@@ -130,3 +131,7 @@ def add_head_class(
     parsed.symbols[symbol] = Symbol(symbol, parsed.target_type, (name,))
     parsed.triplets.append(Triplet(parsed.target, None, symbol))
     warnings.append(f"the answer is one of the kinds or instances of {name!r}, its head noun")
+    head_start = head_runs(text)[-1][0]
+    modifier = premodifier(parsed, text, head_start)
+    if modifier is not None and not read_modifier(parsed, modifier[0], symbol, found, lexicon, stores, warnings):
+        text.release(modifier[1], head_start)  # its words stay for ranking

@@ -1,0 +1,116 @@
+"""A name right before the answer's head class, on a schema of its own (a gazetteer and cookbook lexicon; nothing
+here is in the development data): "*Norwegian* towns" are the towns the adjective reaches through the country it
+pertains to, "*noodle* dishes" are the kinds of the noodle that is a dish, and a name the class's members are not
+linked to stays words for ranking."""
+
+from __future__ import annotations
+
+import pytest
+
+from skbqa.engine.embedded import EmbeddedEngine
+from tests.helpers import engine_over
+from tests.unit.test_encoder_parser import parse
+
+SCHEMA = {
+    "name": "gazetteer",
+    "description": "senses of English words: places and food",
+    "node_types": [
+        {"name": "noun_sense", "description": "A noun sense: one meaning of a noun"},
+        {"name": "adjective_sense", "description": "An adjective sense: one meaning of an adjective"},
+    ],
+    "edge_types": [
+        {
+            "name": "instance_of",
+            "source": "noun_sense",
+            "target": "noun_sense",
+            "description": "the sense is a particular instance of the target class (Tromso -> town)",
+        },
+        {
+            "name": "kind_of",
+            "source": "noun_sense",
+            "target": "noun_sense",
+            "description": "the sense is a more specific kind of the target (udon -> noodle)",
+        },
+        {
+            "name": "located_in",
+            "source": "noun_sense",
+            "target": "noun_sense",
+            "description": "the place lies within the target region",
+        },
+        {
+            "name": "pertains_to",
+            "source": "adjective_sense",
+            "target": "noun_sense",
+            "description": "the adjective relates to the noun",
+        },
+    ],
+}
+NODES = [
+    {"id": 1, "type": "noun_sense", "name": "town", "text": "an urban area smaller than a city"},
+    {"id": 2, "type": "noun_sense", "name": "Norway", "text": "a kingdom in northern Europe"},
+    {"id": 3, "type": "noun_sense", "name": "Portugal", "text": "a republic in southwestern Europe"},
+    {"id": 4, "type": "noun_sense", "name": "Tromso", "text": "a town in the far north"},
+    {"id": 5, "type": "noun_sense", "name": "Alesund", "text": "a port town on the west coast"},
+    {"id": 6, "type": "noun_sense", "name": "Evora", "text": "a walled town in the south"},
+    {"id": 7, "type": "noun_sense", "name": "Norwegian", "text": "the language spoken in the kingdom"},
+    {"id": 20, "type": "noun_sense", "name": "dish", "text": "a particular item of prepared food"},
+    {"id": 21, "type": "noun_sense", "name": "noodle", "text": "a dish whose main ingredient is noodles"},
+    {"id": 22, "type": "noun_sense", "name": "noodle", "text": "a strip of unleavened dough"},
+    {"id": 23, "type": "noun_sense", "name": "udon", "text": "thick wheat noodles served in broth"},
+    {"id": 24, "type": "noun_sense", "name": "chow mein", "text": "fried noodles with vegetables"},
+    {"id": 25, "type": "noun_sense", "name": "stew", "text": "food cooked slowly in liquid"},
+    {"id": 26, "type": "noun_sense", "name": "goulash", "text": "a spicy stew of beef and paprika"},
+    {"id": 27, "type": "noun_sense", "name": "pilaf", "text": "rice cooked in a seasoned broth"},
+    {"id": 40, "type": "adjective_sense", "name": "Norwegian", "text": "of or relating to the kingdom"},
+    {"id": 41, "type": "adjective_sense", "name": "Portuguese", "text": "of or relating to the republic"},
+    {"id": 28, "type": "noun_sense", "name": "winter", "text": "the coldest season of the year"},
+]
+EDGES = [
+    {"src": 4, "type": "instance_of", "dst": 1},
+    {"src": 5, "type": "instance_of", "dst": 1},
+    {"src": 6, "type": "instance_of", "dst": 1},
+    {"src": 4, "type": "located_in", "dst": 2},
+    {"src": 5, "type": "located_in", "dst": 2},
+    {"src": 6, "type": "located_in", "dst": 3},
+    {"src": 40, "type": "pertains_to", "dst": 2},
+    {"src": 41, "type": "pertains_to", "dst": 3},
+    {"src": 21, "type": "kind_of", "dst": 20},
+    {"src": 25, "type": "kind_of", "dst": 20},
+    {"src": 27, "type": "kind_of", "dst": 20},
+    {"src": 23, "type": "kind_of", "dst": 21},
+    {"src": 24, "type": "kind_of", "dst": 21},
+    {"src": 26, "type": "kind_of", "dst": 25},
+]
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory, onnx_encoder) -> EmbeddedEngine:
+    return engine_over(tmp_path_factory.mktemp("gazetteer"), onnx_encoder, SCHEMA, NODES, EDGES)
+
+
+def _top(engine: EmbeddedEngine, question: str, k: int) -> set[int]:
+    return {item.node_id for item in engine.ask(question, strategy="af", k=k).items[:k]}
+
+
+def test_an_adjective_before_the_class_reaches_its_members_through_what_it_pertains_to(
+    engine: EmbeddedEngine,
+) -> None:
+    parsed = parse(engine, "Which Norwegian towns are there?")
+    linked = [t for t in parsed.triplets if t.max_hops == 2]
+    assert len(linked) == 1 and linked[0].edge is None and linked[0].direction == "undirected"
+    assert parsed.symbols[linked[0].tail].type is None  # the adjective's nodes count, not only the nouns
+    assert _top(engine, "Which Norwegian towns are there?", 2) == {4, 5}
+    assert _top(engine, "portuguese towns?", 1) == {6}
+
+
+def test_a_name_that_is_one_of_the_class_becomes_the_class_in_that_sense(engine: EmbeddedEngine) -> None:
+    parsed = parse(engine, "which noodle dishes are there")
+    classes = {parsed.symbols[t.tail].names for t in parsed.triplets if t.head == parsed.target}
+    assert classes == {("noodle",)}
+    assert _top(engine, "which noodle dishes are there", 2) == {23, 24}
+
+
+def test_a_name_the_class_is_not_linked_to_stays_words(engine: EmbeddedEngine) -> None:
+    parsed = parse(engine, "which winter dishes are there")
+    assert all("winter" not in s.names for s in parsed.constants)
+    assert any("winter" in t for t in parsed.text_constraints)
