@@ -1,13 +1,15 @@
 """A name right before the answer's head class, on a schema of its own (a gazetteer and cookbook lexicon; nothing
 here is in the development data): "*Norwegian* towns" are the towns the adjective reaches through the country it
 pertains to, "*noodle* dishes" are the kinds of the noodle that is a dish, and a name the class's members are not
-linked to stays words for ranking."""
+linked to stays words for ranking. Also the class said in the plural after "types of" ("types of *stews*"), and
+words said after the question that tell which sense of a name or of the class is meant ("… I mean the dish")."""
 
 from __future__ import annotations
 
 import pytest
 
 from skbqa.engine.embedded import EmbeddedEngine
+from skbqa.stages.parse.sense_qualifiers import cut_qualifiers
 from tests.helpers import engine_over
 from tests.unit.test_encoder_parser import parse
 
@@ -64,6 +66,7 @@ NODES = [
     {"id": 40, "type": "adjective_sense", "name": "Norwegian", "text": "of or relating to the kingdom"},
     {"id": 41, "type": "adjective_sense", "name": "Portuguese", "text": "of or relating to the republic"},
     {"id": 28, "type": "noun_sense", "name": "winter", "text": "the coldest season of the year"},
+    {"id": 29, "type": "noun_sense", "name": "rice noodle", "text": "a strip of dough made from rice flour"},
 ]
 EDGES = [
     {"src": 4, "type": "instance_of", "dst": 1},
@@ -80,6 +83,7 @@ EDGES = [
     {"src": 23, "type": "kind_of", "dst": 21},
     {"src": 24, "type": "kind_of", "dst": 21},
     {"src": 26, "type": "kind_of", "dst": 25},
+    {"src": 29, "type": "kind_of", "dst": 22},
 ]
 
 
@@ -114,3 +118,39 @@ def test_a_name_the_class_is_not_linked_to_stays_words(engine: EmbeddedEngine) -
     parsed = parse(engine, "which winter dishes are there")
     assert all("winter" not in s.names for s in parsed.constants)
     assert any("winter" in t for t in parsed.text_constraints)
+
+
+def test_types_of_a_plural_class(engine: EmbeddedEngine) -> None:
+    parsed = parse(engine, "What types of stews exist?")
+    assert [s.names for s in parsed.constants] == [("stews",)]
+    assert _top(engine, "What types of stews exist?", 1) == {26}
+
+
+@pytest.mark.parametrize(
+    ("question", "kept", "words"),
+    [
+        ("What types of hammers exist? I mean the hand tool", "What types of hammers exist?", {"hand", "tool"}),
+        ("which noodles are there (the dish)", "which noodles are there", {"dish"}),
+        ("kinds of bank, I mean a river side.", "kinds of bank", {"river", "side"}),
+    ],
+)
+def test_an_afterthought_is_cut_as_a_gloss(question: str, kept: str, words: set[str]) -> None:
+    cut, qualifiers = cut_qualifiers(question)
+    assert cut == kept
+    assert [(q.floating, q.words) for q in qualifiers] == [(True, frozenset(words))]
+
+
+@pytest.mark.parametrize("question", ["towns of Norway (direct subtypes)", "which towns (the ones in Norway)"])
+def test_a_closing_parenthesis_that_constrains_stays(question: str) -> None:
+    assert cut_qualifiers(question) == (question, [])
+
+
+def test_an_afterthought_tells_which_sense_of_a_name(engine: EmbeddedEngine) -> None:
+    assert _top(engine, "What kinds of noodle exist? I mean the dish", 2) == {23, 24}
+    assert _top(engine, "What kinds of noodle exist? I mean the strip of dough", 1) == {29}
+
+
+def test_an_afterthought_tells_which_sense_of_the_class(engine: EmbeddedEngine) -> None:
+    parsed = parse(engine, "which noodles are there (the strip of dough)")
+    classes = [parsed.symbols[t.tail] for t in parsed.triplets if t.head == parsed.target]
+    assert [(c.names, c.sense) for c in classes] == [(("noodle",), ("dough", "strip"))]

@@ -13,14 +13,24 @@ from skbqa.stores.lexicon import NameLexicon
 
 
 def name_positions(
-    lexicon: NameLexicon, surface: str, says_a_relation: Callable[[str], bool] = lambda _: False
+    lexicon: NameLexicon,
+    surface: str,
+    says_a_relation: Callable[[str], bool] = lambda _: False,
+    *,
+    plural_class: bool = False,
 ) -> np.ndarray:
-    """The nodes the span names as written, else (several words, the last a plural noun) in the singular; not
-    when every word is one the schema says its relations with (in a dictionary, "related *word forms*" of X are
-    a relation's words, whatever node "word form" names)."""
+    """The nodes the span names as written, else (several words, the last a plural noun; or one word the caller
+    knows names a class in the plural, "types of *hammers*") in the singular; not when every word is one the
+    schema says its relations with (in a dictionary, "related *word forms*" of X are a relation's words, whatever
+    node "word form" names)."""
     found = lexicon.positions(surface, original=surface)
     words = surface.split()
-    if found.size or len(words) < 2 or not words[-1].islower() or all(says_a_relation(w) for w in words):
+    if (
+        found.size
+        or (len(words) < 2 and not plural_class)
+        or not words[-1].islower()
+        or all(says_a_relation(w) for w in words)
+    ):
         return found
     from lemminflect import getAllLemmas
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from skbqa.stages.parse.question_text import FUNCTION_WORDS, is_discourse_word
+from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.type_mentions import noun_lemma, unknown_word_lemma
 
 # The broader or containing end of a relation, in English: "parents of X", "processes containing X".
@@ -98,6 +98,17 @@ def content_words(words: Sequence[str]) -> list[str]:
 def is_narrower_noun(word: str) -> bool:
     lemma = noun_lemma(word) or word
     return lemma in NARROWER_NOUNS or (word.startswith("sub") and noun_lemma(word[3:]) is not None)
+
+
+def after_kind_noun(text: QuestionText, start: int, length: int) -> bool:
+    """ "types of *hammers*", "the kinds of *cocktails*": one word right after a narrower noun and "of" names the
+    class whose kinds are asked for, in the plural as English says it."""
+    return (
+        length == 1
+        and start >= 2
+        and text.tokens[start - 1].lower == "of"
+        and is_narrower_noun(text.tokens[start - 2].lower)
+    )
 
 
 def names_narrower(words: Sequence[str], index: int) -> bool:

@@ -5,22 +5,21 @@ relation word, not a constant."""
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from skbqa.query.context import QueryContext
 from skbqa.stages.english import is_english, word_classes
-from skbqa.stages.parse.chain_words import PLACEHOLDERS, RELATING_PREPOSITIONS, RELATIVE_PRONOUNS
+from skbqa.stages.parse.chain_words import PLACEHOLDERS, RELATING_PREPOSITIONS, RELATIVE_PRONOUNS, after_kind_noun
 from skbqa.stages.parse.gerunds import gerund_name
 from skbqa.stages.parse.modifier_words import COMPARATIVES, compared, only_a_modifier
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.relation_labels import RelationLabels
 from skbqa.stages.parse.relation_verbs import relates, stated_stems, states_a_relation
 from skbqa.stages.parse.relations import stems
-from skbqa.stages.parse.spelling import Speller
+from skbqa.stages.parse.spelling import Speller, span_readings
 from skbqa.stages.parse.type_descriptions import called_nouns
 from skbqa.stages.parse.type_mentions import QUESTION_WORDS, TypeVocabulary, noun_lemma
 from skbqa.stages.plural_names import name_positions
@@ -122,7 +121,10 @@ class ConstantSpotter:
                         continue
                     surface = text.span_text(i, i + n)
                     positions = name_positions(
-                        lexicon, surface, lambda w: states_a_relation(w, self._stated_stems)
+                        lexicon,
+                        surface,
+                        lambda w: states_a_relation(w, self._stated_stems),
+                        plural_class=after_kind_noun(text, i, n),
                     )
                     if positions.size:
                         hit = Constant(i, i + n, surface, positions, True)
@@ -231,7 +233,7 @@ class ConstantSpotter:
                         (span, surface)
                         for span in spans
                         if _free_but_names(text, span, written, corrected) and self._may_be_name(text, *span)
-                        for surface in _surfaces(text, span, index, readings)
+                        for surface in span_readings(text, span, index, readings)
                         if lexicon.positions(surface).size
                     ),
                     None,
@@ -386,15 +388,3 @@ def _free_but_names(
     inside = {k for c in names if span[0] <= c.start and c.end <= span[1] for k in range(c.start, c.end)}
     taken = {k for c in corrected for k in range(c.start, c.end)}
     return all((text.claimed[k] is None or k in inside) and k not in taken for k in range(*span))
-
-
-MAX_SURFACES = 32  # readings of the words of one span tried together
-
-
-def _surfaces(
-    text: QuestionText, span: tuple[int, int], index: int, readings: dict[int, list[str]]
-) -> Iterator[str]:
-    """The span read with `index` as one of its readings and every other word as written or as one of its own."""
-    options = [readings[k] if k == index else [text.tokens[k].lower, *readings.get(k, [])] for k in range(*span)]
-    for words in itertools.islice(itertools.product(*options), MAX_SURFACES):
-        yield " ".join(words)

@@ -47,12 +47,7 @@ from skbqa.stages.parse.sentence_joins import drop_restated_aside, join_sentence
 from skbqa.stages.parse.target_type import TargetTypeGuesser, TargetTypeReader
 from skbqa.stages.parse.text_fields import claim_text_fields, text_nouns
 from skbqa.stages.parse.topic_adverbials import lift_topic_adverbial
-from skbqa.stages.parse.type_mentions import (
-    ARTICLES,
-    QUESTION_WORDS,
-    TypeVocabulary,
-    noun_lemma,
-)
+from skbqa.stages.parse.type_mentions import ARTICLES, QUESTION_WORDS, TypeVocabulary, noun_lemma
 from skbqa.stages.parse.type_synonyms import TypeSynonyms
 from skbqa.stages.parse.type_word_usage import TypeWordUsage
 from skbqa.stores.index import IndexStores
@@ -187,7 +182,8 @@ class EncoderParser:
             self._claim_knowledge_base_context(text, warnings)
             constants = self._constants.exact(text, typos=reading.typos)
             constants += self._constants.fuzzy(text, query)
-            constants = drop_anaphors(text, narrow(text, constants, qualifiers, self._stores.nodes))
+            narrowed, afterthought = narrow(text, constants, qualifiers, self._stores.nodes)
+            constants = drop_anaphors(text, narrowed)
         if type_source in ("word", "synonym") and target_type is not None:
             constants = self._drop_answer_qualifiers(text, constants, target_type, warnings)
         if type_source in WEAK_TYPE_SOURCES and reading.head_noun:
@@ -210,7 +206,9 @@ class EncoderParser:
             parsed = self._assembler.assemble(query, text, target_type, constants, warnings, chains=reading.chains)
         parsed.constraints.extend(constraints)
         if type_source == "synonym":
-            add_head_class(parsed, text, self._constants.node_words, self._lexicon(), self._stores, warnings)
+            add_head_class(
+                parsed, text, self._constants.node_words, self._lexicon(), self._stores, warnings, afterthought
+            )
         if reading.chains:
             starts = {c.start for c in constants}
             chooser = self._relations(query.encoder)
@@ -253,7 +251,7 @@ class EncoderParser:
             linked = sum(1.0 if c.exact else FUZZY_LINK_CERTAINTY for c in constants) / len(constants)
             link = linked * related / len(constants)
         else:
-            link = NO_CONSTANT_CERTAINTY if not parsed.constraints else 1.0
+            link = NO_CONSTANT_CERTAINTY if not parsed.constraints and not parsed.constants else 1.0
         content = [i for i, t in enumerate(text.tokens) if t.lower not in FUNCTION_WORDS]
         unexplained = [i for i in content if text.claimed[i] is None and i not in text.relation_tokens]
         unexplained = [i for i in unexplained if text.tokens[i].lower[:5] not in self._constants.relation_stems]

@@ -16,6 +16,7 @@ from skbqa.stages.parse.question_text import QuestionText
 from skbqa.stages.parse.relation_labels import EDGE_NAME
 from skbqa.stages.parse.relations import stems
 from skbqa.stages.parse.type_mentions import noun_lemma
+from skbqa.stages.senses import closest_senses
 from skbqa.stores.index import IndexStores
 from skbqa.stores.lexicon import NameLexicon
 
@@ -104,9 +105,11 @@ def add_head_class(
     lexicon: NameLexicon,
     stores: IndexStores,
     warnings: list[str],
+    sense: frozenset[str] = frozenset(),
 ) -> None:
     """Add the class constraint when the head noun names nodes of the answer's type that other nodes of that type
-    link to (and say so in `warnings`)."""
+    link to (and say so in `warnings`); `sense`: words said after the question that may tell which of the nodes
+    bearing the noun is meant."""
     words = head_words(text)
     if not words or parsed.target_type is None or any(w in called for w in words):
         return
@@ -128,7 +131,11 @@ def add_head_class(
     symbol = f"c{sum(1 for s in parsed.symbols.values() if s.is_constant) + 1}"
     while symbol in parsed.symbols:
         symbol += "_"
-    parsed.symbols[symbol] = Symbol(symbol, parsed.target_type, (name,))
+    meant, said = closest_senses(nodes, found, sense), tuple[str, ...]()
+    if meant.size < found.size:
+        found, said = meant, tuple(sorted(sense))
+        warnings.append(f"the words said after the question tell which {name!r} is meant")
+    parsed.symbols[symbol] = Symbol(symbol, parsed.target_type, (name,), sense=said)
     parsed.triplets.append(Triplet(parsed.target, None, symbol))
     warnings.append(f"the answer is one of the kinds or instances of {name!r}, its head noun")
     head_start = head_runs(text)[-1][0]

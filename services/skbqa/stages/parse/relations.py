@@ -37,6 +37,9 @@ _WORD = re.compile(r"[a-z0-9]+")
 # With no words of its own, a relation is read as the edge named only by its two types ("*phenotypes of* X" is
 # disease_has_phenotype, not disease_has_mode_of_inheritance): by more than AMBIGUITY_MARGIN.
 PLAIN_EDGE_BONUS = 0.1
+# Of two edges the clause names alike ("*used*": uses_currency, formerly_used), the one whose name adds a word the
+# clause does not say ("*formerly*", "*regional*") is the narrower reading: each such word costs this much.
+UNSAID_NAME_WORD_PENALTY = 0.1
 _LINKING_WORDS = frozenset({"has", "have", "with", "of", "to", "in"})
 _STEMMER = snowballstemmer.stemmer("english")
 _STEMMER_LOCK = threading.Lock()
@@ -116,6 +119,7 @@ class RelationChooser:
         self._edges = list(schema.edge_types)
         self._edge_vectors: np.ndarray | None = None  # embedded lazily: no model work in the constructor
         self._edge_stems = [stems(edge_text(e)) for e in self._edges]
+        self._name_stems = [stems(e.name.replace("_", " ")) - stems(f"{e.source} {e.target}") for e in self._edges]
         self._stem_weights = stem_weights(self._edges)
 
     def _vectors(self) -> np.ndarray:
@@ -191,6 +195,8 @@ class RelationChooser:
             shared = shared_weight(words, set().union(*(self._edge_stems[r] for r in rows)), self._stem_weights)
             lexical = shared / max(1, len(words))
             score = cosine + LEXICAL_WEIGHT * lexical - TWO_HOP_PENALTY * (len(option.hops) - 1)
+            if shared:
+                score -= UNSAID_NAME_WORD_PENALTY * sum(len(self._name_stems[r] - words) for r in rows)
             if unnamed and all(is_plain(h.edge) for h in option.hops):
                 score += PLAIN_EDGE_BONUS
             if graph is not None and constant_nodes is not None and constant_nodes.size:

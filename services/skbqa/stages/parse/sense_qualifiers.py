@@ -52,10 +52,21 @@ GLOSS_SHARE = 0.5  # of a parenthesis's sense words one node of the name's docum
 MIN_GLOSS_WORDS = 2  # this many
 
 
+# Said after the question, not after the name it glosses: "What types of hammers exist? *I mean the hand tool*",
+# "what cocktails are there *(the mixed drink)*". Which name it glosses is read from the data (`narrow`). A closing
+# parenthesis must be an article and a few plain words: "(direct subtypes)", "(the ones in Asia)" are constraints.
+_AFTERTHOUGHTS = (
+    re.compile(r"[\s,.;:?!-]*\bI\s+mean[,:]?\s+(?:the\s+|an?\s+)?(?P<q>[\w'-]+(?:\s+[\w'-]+){0,5})[\s.?!]*$"),
+    re.compile(r"\s*\(\s*(?:the|an?)\s+(?P<q>[a-z][\w'-]*(?:\s+[a-z][\w'-]*){0,3})\s*\)[\s.?!]*$", re.IGNORECASE),
+)
+_NOT_GLOSS_WORDS = frozenset({"one", "ones", "thing", "things", "kind", "kinds", "type", "types", "others"})
+
+
 @dataclass(frozen=True)
 class Qualifier:
     after: int  # character offset in the cut question where the qualified name ends
     words: frozenset[str]
+    floating: bool = False  # said after the question: glosses whichever name the data says (`narrow`)
 
 
 def cut_qualifiers(question: str) -> tuple[str, list[Qualifier]]:
@@ -70,6 +81,13 @@ def cut_qualifiers(question: str) -> tuple[str, list[Qualifier]]:
                 for q in found
             ]
             found.append(Qualifier(match.start(), sense_words(said)))
+    for pattern in _AFTERTHOUGHTS:
+        match = pattern.search(question)
+        said_words = match.group("q").lower().split() if match else []
+        if match is None or match.start() == 0 or _NOT_GLOSS_WORDS & set(said_words):
+            continue
+        question = question[: match.start()] + ("?" if "?" in match.group(0) else "")
+        found.append(Qualifier(len(question), sense_words(match.group("q")), floating=True))
     return question, sorted(found, key=lambda q: q.after)
 
 
@@ -114,16 +132,43 @@ def _glosses(
 
 def narrow(
     text: QuestionText, constants: list[Constant], qualifiers: list[Qualifier], nodes: NodeTable
-) -> list[Constant]:
+) -> tuple[list[Constant], frozenset[str]]:
     """Each constant a qualifier follows, kept to the nodes its words mean (`stages.senses`), and carrying them
-    (step 4 narrows the candidates alike)."""
-    narrowed: list[Constant] = []
-    for constant in constants:
+    (step 4 narrows the candidates alike); and the words of an afterthought no constant took (they may gloss the
+    answer's head noun: "what cocktails are there (the mixed drink)")."""
+    said_of: dict[int, Qualifier] = {}
+    for k, constant in enumerate(constants):
         end = text.tokens[constant.end - 1].end
-        said = next((q for q in qualifiers if 0 <= q.after - end <= 1 and q.words), None)
-        if said is None:
-            narrowed.append(constant)
+        said = next((q for q in qualifiers if not q.floating and 0 <= q.after - end <= 1 and q.words), None)
+        if said is not None:
+            said_of[k] = said
+    unattached: frozenset[str] = frozenset()
+    for said in (q for q in qualifiers if q.floating and q.words):
+        glossed = _glossed_by(constants, said.words, nodes, set(said_of))
+        if glossed is not None:
+            said_of[glossed] = said
+        else:
+            unattached |= said.words
+    return [
+        replace(
+            c,
+            positions=closest_senses(nodes, c.positions, said_of[k].words),
+            sense=tuple(sorted(said_of[k].words)),
+        )
+        if k in said_of
+        else c
+        for k, c in enumerate(constants)
+    ], unattached
+
+
+def _glossed_by(constants: list[Constant], words: frozenset[str], nodes: NodeTable, taken: set[int]) -> int | None:
+    """The constant of several nodes one of which shares the most of an afterthought's words (at least one); the
+    last such constant on a tie, nearest to where the afterthought was said."""
+    best, chosen = 0, None
+    for k, constant in enumerate(constants):
+        if k in taken or not 2 <= constant.positions.size <= MAX_NODES_SCORED:
             continue
-        positions = closest_senses(nodes, constant.positions, said.words)
-        narrowed.append(replace(constant, positions=positions, sense=tuple(sorted(said.words))))
-    return narrowed
+        shared = max(len(words & sense_words(document(nodes, int(p)))) for p in constant.positions)
+        if shared and shared >= best:
+            best, chosen = shared, k
+    return chosen

@@ -11,13 +11,15 @@ name words; rapidfuzz does the distance in C, over the few words of about the sa
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 
 from skbqa.stages.english import is_english, word_classes
+from skbqa.stages.parse.question_text import QuestionText
 from skbqa.stores.lexicon import NameLexicon
 
 MIN_WORD_CHARS = 5  # shorter words are too often another real word one edit away
@@ -203,3 +205,15 @@ DERIVING_SUFFIXES = ("ly", "s", "es", "ed", "ing", "er", "al", "ness", "y")
 
 def _derived_from(word: str, name_word: str) -> bool:
     return any(word == name_word + suffix or name_word == word + suffix for suffix in DERIVING_SUFFIXES)
+
+
+MAX_SURFACES = 32  # readings of the words of one span tried together
+
+
+def span_readings(
+    text: QuestionText, span: tuple[int, int], index: int, readings: dict[int, list[str]]
+) -> Iterator[str]:
+    """The span read with `index` as one of its readings and every other word as written or as one of its own."""
+    options = [readings[k] if k == index else [text.tokens[k].lower, *readings.get(k, [])] for k in range(*span)]
+    for words in itertools.islice(itertools.product(*options), MAX_SURFACES):
+        yield " ".join(words)
