@@ -68,6 +68,7 @@ class Channels:
         self._resolved_at = float("-inf")
         self._failed = False  # a call ended UNAVAILABLE since the last resolution
         self._urgent = False  # calls wait for the resolution under way (else it runs in the background)
+        self._closed = False
         self.resolving = has_names(addresses)
         if not self.resolving:  # opening a channel connects nothing yet: no I/O here
             self._current = Lease(*open_channel(channel_target(addresses)), addresses=addresses)
@@ -90,6 +91,8 @@ class Channels:
         """The channel a call starts on (after any resolution that has finished); UnresolvedNameError, or
         UNAVAILABLE, when there is none yet (counted at the call's `attempts`)."""
         with self._lock:
+            if self._closed:  # as gRPC says of a call on a closed channel (and never a new channel for it)
+                raise ValueError("the client is closed")
             error = self._take_resolution()
             if self._current is None:
                 error = error or ServerError("UNAVAILABLE", "the server names are still being resolved")
@@ -114,7 +117,7 @@ class Channels:
             channels = [*self._closable, *(lease.channel for lease in self._retired)]
             if self._current is not None:
                 channels.append(self._current.channel)
-            self._current, self._closable, self._retired = None, [], []
+            self._current, self._closable, self._retired, self._closed = None, [], [], True
             return channels
 
     @property
