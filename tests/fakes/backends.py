@@ -54,14 +54,7 @@ class GatedBackend:
             k=message.k,
             items=[api_pb2.AnswerItem(rank=n + 1, node_id=node) for n, node in enumerate(self.items)],
         )
-        waiter.push(
-            AnswerEnvelope(
-                request_id=message.request_id,
-                kind=AnswerEnvelope.FINAL,
-                stage="test",
-                answer=response.SerializeToString(),
-            )
-        )
+        push_answer(waiter, message, AnswerEnvelope.FINAL, response)
 
     def wait_entered(self, count: int, timeout_s: float = 10.0) -> None:
         for _ in range(count):
@@ -75,6 +68,13 @@ class GatedBackend:
 
     def close(self) -> None:
         self.gate.set()
+
+
+def push_answer(waiter: Waiter, message: StageMessage, kind: Any, response: api_pb2.AskResponse) -> None:
+    """`response` to `message`'s waiter, as the answer consumer hands it on (`kind`: PARTIAL or FINAL)."""
+    waiter.push(
+        AnswerEnvelope(request_id=message.request_id, kind=kind, stage="test", answer=response.SerializeToString())
+    )
 
 
 def start_api(backend: Any, *, max_inflight: int = 16, **server: Any) -> RunningServer:

@@ -63,9 +63,12 @@ class ClientAsker:
 
 
 def balanced_client(stack: SupervisedStack, deadline_s: float) -> tuple[SkbqaClient, _Attempts]:
-    """The project's client on every gateway of the stack (what `stack up` prints and `stack status` lists)."""
+    """The project's client on every gateway of the stack (what `stack up` prints and `stack status` lists), each
+    named `localhost` rather than 127.0.0.1, as a list of names (`gateway-0.gw:50051,...`) is given on Kubernetes:
+    the client resolves them itself (client/resolver.py)."""
     attempts = _Attempts()
-    client = SkbqaClient(ClientOptions(stack.gateways, deadline_s=deadline_s), interceptors=[attempts])
+    named = stack.gateways.replace("127.0.0.1:", "localhost:")
+    client = SkbqaClient(ClientOptions(named, deadline_s=deadline_s), interceptors=[attempts])
     return client, attempts
 
 

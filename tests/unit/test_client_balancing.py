@@ -1,6 +1,6 @@
 """The client on several replicas (`IP:PORT,IP:PORT`): calls go round-robin to every replica, a replica that is
 gone or reports NOT_SERVING gets none while another serves, and a call refused by one is retried on another; a
-bad list is refused with one line before anything connects."""
+bad list is refused with one line before anything connects (names in a list: test_client_names.py)."""
 
 from __future__ import annotations
 
@@ -125,12 +125,13 @@ def test_addresses_become_one_grpc_target() -> None:
     assert both.addresses == ("127.0.0.1:1", "127.0.0.1:2")
     assert both.channel_target == "ipv4:127.0.0.1:1,127.0.0.1:2"
     assert channel_target(("[::1]:1", "[::1]:2")) == "ipv6:[::1]:1,[::1]:2"
+    assert ClientOptions("gw-0.gw:1,gw-1.gw:1").addresses == ("gw-0.gw:1", "gw-1.gw:1")  # resolved by the client
     assert ("grpc.enable_retries", 0) in both.channel_options()  # the client's own retries, not gRPC's too
 
 
 @pytest.mark.parametrize(
     "target",
-    ["a.example:1,b.example:2", "127.0.0.1:1,[::1]:2", "127.0.0.1:1,", "127.0.0.1:1,127.0.0.1:x", "::1:5,::1:6"],
+    ["a.ex ample:1,b.example:2", "a/b:1,c:2", "127.0.0.1:1,", "127.0.0.1:1,127.0.0.1:x", "::1:5,::1:6"],
 )
 def test_a_bad_list_is_refused_with_one_line(target: str) -> None:
     with pytest.raises(InvalidInputError) as refused:

@@ -1,7 +1,7 @@
 """The client SDK against a scripted gRPC server: retries on UNAVAILABLE only, one request id across a call's
-attempts, a deadline that bounds the retries, streams retried only before their first event, the bearer token
-on every call, typed results, one idempotency key across the attempts of a batch of changes — for the blocking
-and the asyncio client alike."""
+attempts, a deadline that bounds the retries, streams retried before their first event and resumed after it (each
+event delivered once), the bearer token on every call, typed results, one idempotency key across the attempts of a
+batch of changes — for the blocking and the asyncio client alike."""
 
 from __future__ import annotations
 
@@ -29,7 +29,10 @@ class ScriptedServicer(api_pb2_grpc.SkbqaServicer):
         self.code = grpc.StatusCode.UNAVAILABLE
         self.request_ids: list[str] = []
         self.tokens: list[str] = []
-        self.fail_mid_stream = False
+        self.mid_stream_failures = 0  # streams that fail UNAVAILABLE after their partial answers
+        self.partials = 1  # partial answers before the final one
+        self.hold = threading.Event()  # cleared: a stream waits after its partial answers until it is set
+        self.hold.set()
         self.idempotency_keys: list[str] = []
         self.lock = threading.Lock()
 
@@ -73,8 +76,15 @@ class ScriptedServicer(api_pb2_grpc.SkbqaServicer):
 
     def AskStream(self, request, context) -> Iterator[api_pb2.AskEvent]:
         self._record(request, context)
-        yield api_pb2.AskEvent(partial=self._answer(request, partial=True))
-        if self.fail_mid_stream:
+        for n in range(self.partials):
+            partial = self._answer(request, partial=True)
+            partial.timings_ms["partial"] = n  # which one: a resumed stream must deliver each once, in order
+            yield api_pb2.AskEvent(partial=partial)
+        self.hold.wait(timeout=30)
+        with self.lock:
+            failing = self.mid_stream_failures > 0
+            self.mid_stream_failures -= failing
+        if failing:
             context.abort(grpc.StatusCode.UNAVAILABLE, "gone mid-stream")
         yield api_pb2.AskEvent(final=self._answer(request))
 
@@ -160,7 +170,7 @@ def test_retries_stop_at_the_attempt_budget_and_at_the_deadline(scripted) -> Non
     assert 1 < len(servicer.request_ids) < 10_000
 
 
-def test_a_stream_is_retried_only_before_its_first_event(scripted) -> None:
+def test_a_stream_is_retried_before_its_first_event_and_resumed_after(scripted) -> None:
     servicer, port = scripted
     servicer.failures = 1
     with SkbqaClient(_options(port)) as client:
@@ -168,14 +178,27 @@ def test_a_stream_is_retried_only_before_its_first_event(scripted) -> None:
         assert [e.kind for e in events] == ["partial", "final"] and events[0].answer.partial
         assert len(servicer.request_ids) == 2
 
+        # failed after its partial answers: asked again under its request id, and the caller sees each event once
         servicer.request_ids.clear()
-        servicer.fail_mid_stream = True
+        servicer.partials, servicer.mid_stream_failures = 2, 1
+        events = list(client.ask_stream("q"))
+        assert [e.kind for e in events] == ["partial", "partial", "final"]
+        assert [e.answer.timings_ms["partial"] for e in events[:2]] == [0, 1]
+        assert len(servicer.request_ids) == 2 and len(set(servicer.request_ids)) == 1
+
+        # failing every time: the attempt budget ends it, UNAVAILABLE, and no partial answer came twice
+        servicer.request_ids.clear()
+        servicer.mid_stream_failures = 10_000
         received = []
         with pytest.raises(ServerError) as caught:
             for event in client.ask_stream("q"):
                 received.append(event.kind)
-        assert received == ["partial"] and caught.value.code == "UNAVAILABLE"
-        assert len(servicer.request_ids) == 1  # an answer already under way is not asked again
+        assert received == ["partial", "partial"] and caught.value.code == "UNAVAILABLE"
+        assert len(servicer.request_ids) == client.options.retries + 1
+    servicer.request_ids.clear()
+    with SkbqaClient(_options(port, retries=0)) as client, pytest.raises(ServerError):
+        list(client.ask_stream("q"))
+    assert len(servicer.request_ids) == 1  # no retries asked for: a stream under way is not asked again
 
 
 def test_explain_index_status_and_bad_settings(scripted, tmp_path: Path) -> None:
@@ -216,6 +239,13 @@ def test_the_asyncio_client_retries_and_streams_the_same_way(scripted) -> None:
     assert kinds == ["partial", "final"]
     assert sorted(a.question for a in many) == sorted(f"q{i}" for i in range(8))
     assert set(servicer.tokens) == {"Bearer tok-2"}
+    servicer.partials, servicer.mid_stream_failures = 2, 2
+
+    async def resumed() -> list[str]:
+        async with AsyncSkbqaClient(_options(port)) as client:
+            return [event.kind async for event in client.ask_stream("q")]
+
+    assert asyncio.run(resumed()) == ["partial", "partial", "final"]  # failed twice after its partials: resumed
 
 
 def test_the_asyncio_client_stops_at_the_deadline(scripted) -> None:

@@ -18,7 +18,8 @@ def add_target_arguments(p: argparse.ArgumentParser) -> None:
         "--server",
         metavar="HOST:PORT",
         help="ask a deployed service (the gateway or `skbqa serve`) through the client SDK; several replicas as "
-        "IP:PORT,IP:PORT (balanced round-robin, e.g. what `skbqa stack up` prints for --replicas gateway=2)",
+        "HOST:PORT,HOST:PORT (balanced round-robin, names resolved by the client; e.g. what `skbqa stack up` "
+        "prints for --replicas gateway=2)",
     )
     remote = p.add_argument_group("with --server")
     remote.add_argument(

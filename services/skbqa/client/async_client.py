@@ -7,15 +7,26 @@ and retries as `SkbqaClient`.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from tenacity import AsyncRetrying
 from typing_extensions import Unpack
 
-from skbqa.client.calls import AskSettings, Deadline, change_call, no_event_error, prepare, retry_policy
-from skbqa.client.errors import server_error
+from skbqa.client.calls import (
+    AskSettings,
+    Deadline,
+    StreamResume,
+    change_call,
+    no_event_error,
+    prepare,
+    retry_policy,
+)
+from skbqa.client.channels import Channels, Lease
+from skbqa.client.errors import ServerError, rpc_failure
 from skbqa.client.options import ClientOptions
+from skbqa.client.resolver import Lookup, system_lookup
 from skbqa.client.results import (
     AppliedChanges,
     AskEvent,
@@ -36,7 +47,10 @@ T = TypeVar("T")
 class AsyncSkbqaClient:
     """One grpc.aio channel; create it inside the event loop that uses it."""
 
-    def __init__(self, options: ClientOptions, *, interceptors: Sequence[Any] = ()) -> None:
+    def __init__(
+        self, options: ClientOptions, *, interceptors: Sequence[Any] = (), lookup: Lookup | None = None
+    ) -> None:
+        """`lookup`: how names in a list of addresses resolve (default: the system's resolver, in a thread)."""
         import grpc.aio
 
         from skbqa.v1 import api_pb2_grpc
@@ -44,14 +58,16 @@ class AsyncSkbqaClient:
         self.options = options
         credentials = options.credentials()
         extra = {"interceptors": list(interceptors)} if interceptors else {}
-        self._channel = (
-            grpc.aio.secure_channel(
-                options.channel_target, credentials, options=options.channel_options(), **extra
+
+        def open_channel(target: str) -> tuple[Any, Any, Any]:
+            channel = (
+                grpc.aio.secure_channel(target, credentials, options=options.channel_options(), **extra)
+                if credentials is not None
+                else grpc.aio.insecure_channel(target, options=options.channel_options(), **extra)
             )
-            if credentials is not None
-            else grpc.aio.insecure_channel(options.channel_target, options=options.channel_options(), **extra)
-        )
-        self._stub = api_pb2_grpc.SkbqaStub(self._channel)
+            return channel, channel, api_pb2_grpc.SkbqaStub(channel)
+
+        self._channels = Channels(options.addresses, open_channel, lookup=lookup or system_lookup)
 
     @classmethod
     def connect(
@@ -66,40 +82,55 @@ class AsyncSkbqaClient:
         await self.close()
 
     async def close(self) -> None:
-        await self._channel.close()
+        for channel in self._channels.close_all():
+            await channel.close()
 
     async def ask(self, question: str, **settings: Unpack[AskSettings]) -> RemoteAnswer:
         request, deadline = prepare(question, settings, self.options)
         reply = await self._retrying(
-            deadline, lambda timeout: self._stub.Ask(request, timeout=timeout, **self.options.call_metadata())
+            deadline, lambda on, timeout: on.stub.Ask(request, timeout=timeout, **self.options.call_metadata())
         )
         return remote_answer(reply, deadline.elapsed_ms())
 
     async def ask_stream(self, question: str, **settings: Unpack[AskSettings]) -> AsyncIterator[AskEvent]:
+        """As `SkbqaClient.ask_stream`: resumed on another replica after UNAVAILABLE, each event delivered once."""
         request, deadline = prepare(question, settings, self.options)
+        resume = StreamResume()
 
-        async def open_stream(timeout: float) -> tuple[Any, Any]:
-            call = self._stub.AskStream(request, timeout=timeout, **self.options.call_metadata())
-            first = await call.read()
-            if _ended(first):
-                raise no_event_error(deadline.attempts)
-            return call, first
-
-        call, first = await self._retrying(deadline, open_stream)
-        yield ask_event(first, deadline.elapsed_ms())
-        try:
+        async def next_fresh(call: Any) -> Any:
             while not _ended(message := await call.read()):
-                yield ask_event(message, deadline.elapsed_ms())
-        except Exception as error:
-            if _is_rpc_error(error):
-                raise server_error(error, deadline.attempts) from None
-            raise
+                if resume.fresh(message):
+                    return message
+            raise no_event_error(deadline.attempts)
+
+        async def open_stream(on: Lease, timeout: float) -> tuple[Lease, Any, Any]:
+            call = on.stub.AskStream(request, timeout=timeout, **self.options.call_metadata())
+            resume.attempt()
+            return on, call, await next_fresh(call)
+
+        while True:
+            lease, call, message = await self._retrying(deadline, open_stream, keep=True)
+            failure: ServerError | None = None
+            try:
+                while True:
+                    yield ask_event(message, deadline.elapsed_ms())
+                    if resume.finished:
+                        return
+                    message = await next_fresh(call)
+            except Exception as error:
+                if (failure := rpc_failure(error, deadline.attempts)) is None:
+                    raise
+                if not deadline.may_resume(failure, self.options):
+                    raise failure from None
+            finally:
+                call.cancel()  # a caller that stops reading ends the call; after the final one it is a no-op
+                await self._end(lease, failure)
 
     async def explain(self, question: str, **settings: Unpack[AskSettings]) -> Explained:
         ask, deadline = prepare(question, settings, self.options)
         request = api_pb2.ExplainRequest(ask=ask)
         reply = await self._retrying(
-            deadline, lambda timeout: self._stub.Explain(request, timeout=timeout, **self.options.call_metadata())
+            deadline, lambda on, timeout: on.stub.Explain(request, timeout=timeout, **self.options.call_metadata())
         )
         return Explained(remote_answer(reply.answer, deadline.elapsed_ms()), reply.explanation)
 
@@ -107,7 +138,7 @@ class AsyncSkbqaClient:
         deadline = Deadline(deadline_s or self.options.deadline_s)
         reply = await self._retrying(
             deadline,
-            lambda timeout: self._stub.IndexStatus(
+            lambda on, timeout: on.stub.IndexStatus(
                 api_pb2.IndexStatusRequest(), timeout=timeout, **self.options.call_metadata()
             ),
         )
@@ -126,30 +157,41 @@ class AsyncSkbqaClient:
         key, metadata = change_call(self.options, idempotency_key)
         deadline = Deadline(deadline_s or self.options.deadline_s)
         reply = await self._retrying(
-            deadline, lambda timeout: self._stub.ApplyChanges(iter(messages), timeout=timeout, **metadata)
+            deadline, lambda on, timeout: on.stub.ApplyChanges(iter(messages), timeout=timeout, **metadata)
         )
         return applied_changes(reply, key)
 
-    async def _retrying(self, deadline: Deadline, call: Callable[[float], Awaitable[T]]) -> T:
+    async def _retrying(
+        self, deadline: Deadline, call: Callable[[Lease, float], Awaitable[T]], *, keep: bool = False
+    ) -> T:
+        """As `SkbqaClient._retrying`; a resolution is waited for without blocking the event loop."""
         async for attempt in AsyncRetrying(**retry_policy(self.options, deadline)):
             with attempt:
                 timeout = deadline.next_attempt()
+                # no channel yet, or every call failing: wait for the names to resolve, within the deadline
+                pending = self._channels.begin()
+                if pending is not None:
+                    await asyncio.wait([asyncio.wrap_future(pending)], timeout=timeout)
+                lease = self._channels.lease(deadline.attempts)
                 try:
-                    return await call(timeout)
-                except Exception as error:
-                    if _is_rpc_error(error):
-                        raise server_error(error, deadline.attempts) from None
-                    raise
+                    result = await call(lease, timeout)
+                except BaseException as error:
+                    failure = rpc_failure(error, deadline.attempts)
+                    await self._end(lease, failure)
+                    if failure is None:
+                        raise
+                    raise failure from None
+                if not keep:
+                    await self._end(lease, None)
+                return result
         raise AssertionError("unreachable: tenacity returns or re-raises")
+
+    async def _end(self, lease: Lease, failure: ServerError | None) -> None:
+        for channel in self._channels.end(lease, unavailable=failure is not None and failure.retryable):
+            await channel.close()  # a channel the names no longer resolve to, its last call ended
 
 
 def _ended(message: Any) -> bool:
     import grpc.aio
 
     return message is grpc.aio.EOF
-
-
-def _is_rpc_error(error: BaseException) -> bool:
-    import grpc
-
-    return isinstance(error, grpc.RpcError)

@@ -1,8 +1,8 @@
 """What the sync and asyncio clients share: the requests they send, the retry policy, and the deadline that
 bounds a whole call (every attempt and every pause between them).
 
-Retries happen on UNAVAILABLE only, with exponential backoff and jitter (tenacity). A call keeps its request id
-across attempts, so a server that did answer the first attempt (the reply was lost) answers the retry from its
+Retries happen on UNAVAILABLE only, with exponential backoff and jitter (tenacity); a stream that fails after it
+delivered events is resumed (`StreamResume`). A call keeps its request id across attempts, so a server that did answer the first attempt (the reply was lost) answers the retry from its
 replay cache instead of computing it again. A batch of changes keeps its idempotency key across attempts the same
 way, so a retry never applies a batch twice.
 """
@@ -93,12 +93,20 @@ class Deadline:
     def elapsed_ms(self) -> float:
         return (time.monotonic() - self.started) * 1000.0
 
+    def may_resume(self, failure: ServerError, options: ClientOptions) -> bool:
+        """Whether a stream that failed with `failure` after its first events is asked again: UNAVAILABLE, and an
+        attempt and time left."""
+        left = self.attempts <= options.retries and time.monotonic() - self.started < self.seconds
+        return failure.retryable and left
+
 
 def retry_policy(options: ClientOptions, deadline: Deadline) -> dict[str, Any]:
-    """Keyword arguments for tenacity's Retrying / AsyncRetrying: retry UNAVAILABLE, never past the deadline."""
+    """Keyword arguments for tenacity's Retrying / AsyncRetrying: retry UNAVAILABLE, never past the deadline nor
+    past the attempts the call has left (a resumed stream has used some)."""
+    left_s = deadline.seconds - (time.monotonic() - deadline.started)
     return {
         "retry": retry_if_exception(lambda error: isinstance(error, ServerError) and error.retryable),
-        "stop": stop_after_attempt(options.retries + 1) | stop_before_delay(deadline.seconds),
+        "stop": stop_after_attempt(max(1, options.retries + 1 - deadline.attempts)) | stop_before_delay(left_s),
         "wait": wait_exponential_jitter(initial=options.backoff_initial_s, max=options.backoff_max_s),
         "reraise": True,
     }
@@ -106,3 +114,29 @@ def retry_policy(options: ClientOptions, deadline: Deadline) -> dict[str, Any]:
 
 def no_event_error(attempts: int) -> ServerError:
     return ServerError("INTERNAL", "the stream ended without an answer", attempts)
+
+
+class StreamResume:
+    """What one `ask_stream` call has delivered, across its attempts. A stream that fails after its first events is
+    asked again (the same request id) on another replica, which computes the answer again — or, on a gateway that
+    already answered it, replays the final answer alone (gateway/api.py): the caller gets the partial answers it
+    has not seen yet, in order, and the final one, once."""
+
+    def __init__(self) -> None:
+        self.delivered = 0  # partial answers the caller has had
+        self.finished = False
+        self._seen = 0  # partial answers of this attempt
+
+    def attempt(self) -> None:
+        self._seen = 0
+
+    def fresh(self, message: api_pb2.AskEvent) -> bool:
+        """Whether `message` goes to the caller: the final answer, or a partial one it has not had yet."""
+        if message.WhichOneof("event") != "partial":
+            self.finished = True
+            return True
+        self._seen += 1
+        if self._seen <= self.delivered:
+            return False
+        self.delivered += 1
+        return True

@@ -24,8 +24,8 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 @dataclass(frozen=True)
 class ClientOptions:
-    """`target` is HOST:PORT, or several IP:PORT separated by commas (replicas of one service, balanced:
-    `addresses.py`). TLS is on when a CA file is given or `tls` is set (the system's roots then); a
+    """`target` is HOST:PORT, or several HOST:PORT separated by commas (replicas of one service, balanced; names
+    in a list are resolved by the client: `addresses.py`). TLS is on when a CA file is given or `tls` is set (the system's roots then); a
     client certificate and key make it mutual TLS. `deadline_s` bounds a whole call, retries included;
     `retries` is how many more attempts a call gets after UNAVAILABLE (0: none)."""
 
@@ -61,7 +61,8 @@ class ClientOptions:
 
     @property
     def channel_target(self) -> str:
-        """The gRPC target of `target`: itself, or the static list of several addresses."""
+        """The gRPC target of `target`: itself, or the static list of several IP addresses (a list with names has
+        none before it is resolved: InvalidInputError)."""
         return channel_target(self.addresses)
 
     @property
