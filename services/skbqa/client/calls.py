@@ -2,9 +2,10 @@
 bounds a whole call (every attempt and every pause between them).
 
 Retries happen on UNAVAILABLE only, with exponential backoff and jitter (tenacity); a stream that fails after it
-delivered events is resumed (`StreamResume`). A call keeps its request id across attempts, so a server that did answer the first attempt (the reply was lost) answers the retry from its
-replay cache instead of computing it again. A batch of changes keeps its idempotency key across attempts the same
-way, so a retry never applies a batch twice.
+delivered events is resumed (`StreamResume`). A call keeps its request id across attempts, so a server that did
+answer the first attempt (the reply was lost) answers the retry from its replay cache instead of computing it
+again. A batch of changes keeps its idempotency key across attempts the same way, so a retry never applies a batch
+twice.
 """
 
 from __future__ import annotations
