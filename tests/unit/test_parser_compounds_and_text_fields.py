@@ -270,6 +270,15 @@ def test_written_numbers() -> None:
     assert count_before(text, words.index("these")) is None
 
 
+def test_a_scale_word_multiplies_the_number_before_it() -> None:
+    text = QuestionText.of("over 2.5 million people, under one billion, 40 thousand or 7 bn")
+    words = [t.lower for t in text.tokens]
+    assert number_at(text, words.index("2")) == (2_500_000, words.index("million") + 1)
+    assert number_at(text, words.index("one")) == (1_000_000_000, words.index("billion") + 1)
+    assert number_at(text, words.index("40")) == (40_000, words.index("thousand") + 1)
+    assert number_at(text, words.index("7")) == (7_000_000_000, len(words))
+
+
 def test_a_name_before_a_second_clause_is_no_category_of_the_next(engine: EmbeddedEngine) -> None:
     """ "kinds of lookout *and are* kinds of observation dome": the observation dome is below the lookout, but
     "and" begins a second clause of the answer's, so the lookout is a constant, not a category label."""

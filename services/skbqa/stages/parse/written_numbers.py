@@ -17,10 +17,23 @@ NUMBER_WORDS = {
 NONZERO_WORDS = frozenset({"nonzero", "non-zero", "positive"})
 NONE_WORDS = frozenset({"no", "without"})
 MAX_DIGITS = 100  # past this many digits it is no attribute value (and int() refuses more than 4,300)
+# A scale word after a number multiplies it: "50 *billion* dollars", "one *million* people"
+SCALE_WORDS = {
+    "hundred": 100, "thousand": 10**3, "million": 10**6, "mn": 10**6, "billion": 10**9, "bn": 10**9,
+    "trillion": 10**12,
+}  # fmt: skip
 
 
 def number_at(text: QuestionText, index: int) -> tuple[float | int, int] | None:
-    """A number starting at token `index`, and the index after it."""
+    """A number starting at token `index` (with the scale word after it, if any), and the index after it."""
+    found = _plain_number_at(text, index)
+    if found is None or found[1] >= len(text) or text.tokens[found[1]].lower not in SCALE_WORDS:
+        return found
+    value = found[0] * SCALE_WORDS[text.tokens[found[1]].lower]
+    return (int(value) if float(value).is_integer() else value), found[1] + 1
+
+
+def _plain_number_at(text: QuestionText, index: int) -> tuple[float | int, int] | None:
     tokens = text.tokens
     if index >= len(tokens):
         return None
