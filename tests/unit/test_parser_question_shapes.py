@@ -9,9 +9,13 @@ from __future__ import annotations
 import pytest
 
 from skbqa.engine.embedded import EmbeddedEngine
-from skbqa.stages.parse.attribute_mentions import count_labels, unit_label
+from skbqa.query.structured import AttributeConstraint
+from skbqa.stages.parse.attribute_mentions import count_labels
 from skbqa.stages.parse.chain_words import names_narrower, narrower_tail
+from skbqa.stages.parse.question_text import QuestionText
+from skbqa.stages.parse.spotted import SpottedConstraint
 from skbqa.stages.parse.type_mentions import noun_forms
+from skbqa.stages.parse.units import in_stated_unit, unit_label
 from tests.helpers import engine_over
 from tests.unit.test_encoder_parser import parse
 from tests.unit.test_parser_head_nouns import EDGES, NODES, SCHEMA
@@ -99,6 +103,27 @@ def test_a_unit_the_description_gives_names_the_attribute(
     label: tuple[str, ...], description: str, unit: tuple[str, ...] | None
 ) -> None:
     assert unit_label(label, description) == unit
+
+
+@pytest.mark.parametrize(
+    ("question", "start", "end", "value", "stated", "converted", "claimed_to"),
+    [
+        ("installed size under 2 MB please", 0, 4, 2, "kib", 2048, 5),  # the unit right after the span
+        ("more than 200 megabytes", 0, 4, 200, "kib", 204800, 4),  # the unit inside it (its label)
+        ("longer than 3 km", 0, 3, 3, "m", 3000, 4),
+        ("under 90 minutes", 0, 2, 90, "s", 5400, 3),
+        ("installed size under 2 kib", 0, 4, 2, "kib", 2, 4),  # the stated unit: as said
+        ("size under 2 MB", 0, 3, 2, None, 2, 3),  # no stated unit: nothing to convert to
+        ("length under 2 kg", 0, 3, 2, "m", 2, 3),  # another kind of unit
+    ],
+)
+def test_a_number_in_another_unit_of_the_stated_kind_is_converted(
+    question: str, start: int, end: int, value: int, stated: str | None, converted: int, claimed_to: int
+) -> None:
+    text = QuestionText.of(question)
+    hit = SpottedConstraint(AttributeConstraint("y", "size", "<", value), start, end)
+    out = in_stated_unit(hit, text, stated)
+    assert (out.constraint.value, out.end) == (converted, claimed_to)
 
 
 def test_two_words_for_one_type_are_one_noun(engine: EmbeddedEngine) -> None:

@@ -16,11 +16,7 @@ import numpy as np
 from skbqa.query.context import QueryContext
 from skbqa.query.encoder import Encoder
 from skbqa.query.structured import AttributeConstraint, StructuredQuery, Symbol
-from skbqa.stages.parse.chain_words import (
-    RELATIVE_PRONOUNS,
-    chain_phrases,
-    content_words,
-)
+from skbqa.stages.parse.chain_words import RELATIVE_PRONOUNS, chain_phrases, content_words, says_kinds
 from skbqa.stages.parse.chains import ChainReader
 from skbqa.stages.parse.clause_roles import COORDINATION, PLACEHOLDERS, RELATION_WORDS, ClauseRoles
 from skbqa.stages.parse.constants import Constant
@@ -55,6 +51,8 @@ class QueryAssembler:
         self._relations = relations
         self._chain_reader: ChainReader | None = None
         self._roles = ClauseRoles(stores, types)
+        edges = self._schema.edge_types  # the words each edge's name adds to its types ("*official* in")
+        self._name_stems = [stems(e.name.replace("_", " ")) - stems(f"{e.source} {e.target}") for e in edges]
 
     @property
     def roles(self) -> ClauseRoles:
@@ -295,11 +293,25 @@ class QueryAssembler:
             and (text.claimed[i] == "target" or (text.claimed[i] is None and _in_parentheses(text, i)))
             and stems(t.lower) & self._roles.edge_stems
         ]
-        if not stray:
-            return
+        modifier = [] if stray else self._head_modifier(text)
         for plan in plans:
-            if not stems(plan.phrase) & self._roles.edge_stems:
+            if stray and not stems(plan.phrase) & self._roles.edge_stems:
                 plan.phrase = " ".join([plan.phrase, *stray]).strip()
+            elif modifier and not stems(plan.phrase) & self._roles.edge_stems and not says_kinds(plan.phrase):
+                plan.phrase = " ".join(
+                    [plan.phrase, *modifier]
+                ).strip()  # "which *official* languages does X have"
+
+    def _head_modifier(self, text: QuestionText) -> list[str]:
+        """The free word right before the answer's head noun (its first type or class word) when with the noun it
+        says every word an edge's name adds to its types ("*official* languages": `official_in`; not "*clinical*
+        signs" for `has_clinical_feature`)."""
+        head = next((i for i, c in enumerate(text.claimed) if c in ("target", "type")), None)
+        if head is None or head == 0 or text.claimed[head - 1] is not None:
+            return []
+        word = text.tokens[head - 1].lower
+        said = stems(f"{word} {text.tokens[head].lower}")
+        return [word] if any(added and added <= said and added & stems(word) for added in self._name_stems) else []
 
 
 def nodes_of(plan: _Plan, type_name: str) -> np.ndarray:

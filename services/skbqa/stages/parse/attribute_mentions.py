@@ -28,6 +28,7 @@ from skbqa.stages.parse.question_text import QuestionText, is_discourse_word
 from skbqa.stages.parse.spotted import SpottedConstraint
 from skbqa.stages.parse.stated_affixes import AffixSpotter
 from skbqa.stages.parse.type_mentions import plural
+from skbqa.stages.parse.units import family_of, in_stated_unit, unit_label
 from skbqa.stages.parse.url_hosts import UrlHostSpotter
 from skbqa.stages.parse.written_numbers import count_before, number_at
 from skbqa.stores.attributes.catalog import AttributeCatalog
@@ -99,17 +100,15 @@ def count_labels(label: tuple[str, ...], nouns: tuple[str, ...] = ()) -> list[tu
     return [*(form for phrase in [many, *modified] for form in (phrase, ("number", "of", *phrase))), *one]
 
 
-def unit_label(label: tuple[str, ...], description: str) -> tuple[str, ...] | None:
-    """The unit a type's description gives an attribute in ("… installed size *in KiB* …"): a number with it names
-    the attribute ("less than 2000 *kib*")."""
-    match = re.search(rf"(?<!\w){re.escape(' '.join(label))}\s+in\s+([a-z]+)(?!\w)", description.lower())
-    return (match.group(1),) if match else None
-
-
 def _range_labels(key: str, description: str, nouns: tuple[str, ...]) -> list[tuple[str, ...]]:
     label = tuple(humanise(key).split())
-    unit = unit_label(label, description)
-    labels = [label, *count_labels(label, nouns), *([unit] if unit else [])]
+    unit = unit_label(label, description)  # with every unit of its kind ("kib": "mb", "gigabytes")
+    labels = [
+        label,
+        *count_labels(label, nouns),
+        *([unit] if unit else []),
+        *((u,) for u in family_of(unit[0] if unit else None)),
+    ]
     return sorted(labels, key=len, reverse=True)  # "number of binary packages" before "binary packages"
 
 
@@ -131,6 +130,7 @@ class AttributeSpotter:
         self._vocabularies: dict[str, list[_Vocabulary]] = {}  # per node type, prepared once
         # (key, a label, what to add to a count said with it): numeric and date attributes by their names
         self._ranges: dict[str, list[tuple[str, tuple[str, ...], int]]] = {}
+        self._units: dict[str, dict[str, str]] = {}  # per type: the unit the description gives an attribute in
         self._year_key: dict[str, str | None] = {}  # the one year-valued (or date) attribute of a type, if unique
         self._codes = CodeValueSpotter(catalog, symbol)
         self._hosts = UrlHostSpotter(catalog, symbol)
@@ -173,6 +173,11 @@ class AttributeSpotter:
             for label in _range_labels(c.key, description, nouns)
         ]
         self._ranges[node_type] = sorted(ranges, key=lambda item: len(item[1]), reverse=True)
+        units = {
+            c.key: unit_label(tuple(humanise(c.key).split()), description)
+            for c in self._catalog.columns(node_type)
+        }
+        self._units[node_type] = {key: unit[0] for key, unit in units.items() if unit}
         years = [
             c.key
             for c in self._catalog.columns(node_type)
@@ -213,6 +218,7 @@ class AttributeSpotter:
                 continue
             hit = self._comparison(text, label, key, offset)
             if hit is not None:
+                hit = in_stated_unit(hit, text, self._units[node_type].get(key))
                 found.append(hit)
                 text.claim(hit.start, hit.end, "attribute")
         year_key = self._year_key[node_type]

@@ -111,6 +111,11 @@ def after_kind_noun(text: QuestionText, start: int, length: int) -> bool:
     )
 
 
+def says_kinds(phrase: str) -> bool:
+    """Whether a relation's phrase has a narrower noun ("*types* of X"): the hierarchy, not an edge's own word."""
+    return any(is_narrower_noun(w) for w in phrase.split())
+
+
 def names_narrower(words: Sequence[str], index: int) -> bool:
     """Whether the noun at `index` names a narrower node: a narrower noun ("*subtypes*"), or a term noun right
     after one ("child *terms*")."""
