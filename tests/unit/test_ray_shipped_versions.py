@@ -7,7 +7,6 @@ The store is the stack's file-backed S3 server (`devstack.s3_files`), in this pr
 from __future__ import annotations
 
 import shutil
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +14,6 @@ import pytest
 
 pytest.importorskip("boto3")
 
-from skbqa.devstack.s3_files import ObjectServer
 from skbqa.ingest.object_store import push_index, version_of
 from skbqa.ingest.snapshot_fetch import SnapshotLocation
 from skbqa.query.context import QueryContext
@@ -25,6 +23,7 @@ from skbqa.stages.rerank.ray_fallback import RayOrInProcess
 from skbqa.stages.rerank.ray_serve import RayRerankerSettings, RayServeReranker, RerankerCore
 from skbqa.stores.index import kb_version, open_index, read_manifest
 from tests.helpers import HashingEncoder
+from tests.integration.moto_s3 import CREDENTIALS
 from tests.unit.test_ray_versions import (
     QUESTION,
     InProcessHandle,
@@ -35,28 +34,18 @@ from tests.unit.test_ray_versions import (
     _wait_until,
     index,  # noqa: F401 (a fixture)
 )
+from tests.unit.test_s3_files import _serve
 
-URL = "s3://snapshots/kb"
+URL = "s3://tansu/kb"
 
 
 @pytest.fixture
 def endpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "t",
-        "AWS_SECRET_ACCESS_KEY": "t",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
+    """The S3 server's URL, serving bucket "tansu" (test_s3_files' server), with the credentials boto3 needs."""
+    for name, value in CREDENTIALS.items():
         monkeypatch.setenv(name, value)
-    server = ObjectServer(("127.0.0.1", 0), tmp_path / "objects", fsync=False, log_requests=False)
-    server.bucket("snapshots", create=True)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    for bucket_url in _serve(tmp_path / "objects"):
+        yield bucket_url.rsplit("/", 1)[0]
 
 
 def _ship_a_new_version(updater_index: Path, endpoint: str) -> SnapshotLocation:

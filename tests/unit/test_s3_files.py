@@ -156,11 +156,9 @@ def test_a_put_that_expects_100_continue_is_answered_at_once(server: str) -> Non
 def test_a_file_over_8_mib_goes_up_in_parts_and_comes_back_whole(server: str, tmp_path: Path, monkeypatch) -> None:
     """boto3's `upload_file` (a snapshot push) sends files over 8 MiB as multipart uploads (s3_multipart.py)."""
     boto3 = pytest.importorskip("boto3")
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "t",
-        "AWS_SECRET_ACCESS_KEY": "t",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
+    from tests.integration.moto_s3 import CREDENTIALS
+
+    for name, value in CREDENTIALS.items():
         monkeypatch.setenv(name, value)
     big = tmp_path / "big.bin"
     big.write_bytes(bytes(range(256)) * (9 * 4096 + 7))  # 9 MiB and a bit: two parts

@@ -176,6 +176,9 @@ class LocalStack:
         from skbqa.devstack.stack_snapshots import own_server_argv, seed
         from skbqa.devstack.tansu_children import bucket_answers
 
+        # a previous stack's copies may be of another index, or far behind: every process starts from this one's
+        shutil.rmtree(self.directory / "replicas", ignore_errors=True)
+
         if self.options.snapshots == OWN:
             port = free_port()
             self._start(
