@@ -421,13 +421,15 @@ def test_index_is_mounted_read_only_except_in_the_ingest_job(
                     if mount["name"] == "index":
                         # the ingest Job builds it; fetch-index fills the pod's own volume (index.delivery objectStore);
                         # the updater (updates.enabled) folds changes into it; with shipped snapshots (updates and
-                        # objectStore) each stage fetches the versions it announces beside its own copy
+                        # objectStore) each stage, and each Ray pod, fetches the versions it announces beside its
+                        # own copy
                         ships = ci_file.name == "shipped-updates-values.yaml"
                         writable = (
                             (obj["kind"] == "Job" and container["name"] == "ingest")
                             or container["name"] == "fetch-index"
                             or (obj["kind"] == "Deployment" and container["name"] == "updater")
                             or (ships and obj["kind"] == "Deployment" and container["name"] in SERVICES[1:])
+                            or (ships and obj["kind"] == "RayService" and container["name"].startswith("ray-"))
                         )
                         assert mount.get("readOnly", False) is (not writable), f"{where}/{container['name']}"
     if ci_file.name != "defaults-values.yaml":

@@ -100,3 +100,40 @@ def test_the_values_pass_the_schema() -> None:
         chart.validate_schema(values_of(CHART / "ci" / CI))
         with pytest.raises(helm.HelmError):
             chart.validate_schema({"updates": {"storage": {"sizeGi": 20}}})
+
+
+def _ray_containers(rendered: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    from tests.deploy.crd_schemas import pod_templates
+
+    ray = one(rendered, CI, "RayService", "skbqa-ray")
+    return [template["spec"]["containers"][0] for template in pod_templates(ray)]
+
+
+def test_ray_serve_replicas_fetch_shipped_versions_beside_their_copy(rendered) -> None:
+    """The chart no longer refuses `ray.enabled` with shipped snapshots: each Ray pod (head and workers) gets what
+    a Serve replica needs to fetch a version the reranker service names (ray_replica.py): the store's endpoint
+    and credentials, and a writable index volume for the copies beside its own."""
+    containers = _ray_containers(rendered)
+    assert [c["name"] for c in containers] == ["ray-head", "ray-worker"]
+    for container in containers:
+        assert _env(container)["SKBQA_S3_ENDPOINT_URL"]["value"] == "http://minio.storage.svc:9000"
+        assert {"secretRef": {"name": "skbqa-object-store"}} in container["envFrom"]
+        assert not _index_mount(container).get("readOnly")
+    reranker = _main(rendered, "skbqa-reranker")
+    assert _serve_settings(reranker).ray_address  # the reranker service reranks on that Ray
+
+
+def test_ray_pods_without_shipped_snapshots_stay_read_only() -> None:
+    objs = _render(
+        {
+            "index": {"delivery": "objectStore", "objectStore": {"url": URL}},
+            "ray": {"enabled": True, "autoscaling": False},
+        }
+    )
+    (ray,) = [o for o in objs if o["kind"] == "RayService"]
+    from tests.deploy.crd_schemas import pod_templates
+
+    for template in pod_templates(ray):
+        container = template["spec"]["containers"][0]
+        assert _index_mount(container)["readOnly"] is True and "envFrom" not in container
+        assert "SKBQA_S3_ENDPOINT_URL" not in _env(container)

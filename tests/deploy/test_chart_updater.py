@@ -1,9 +1,9 @@
 """Live updates in the chart (updates.enabled, helm/skbqa/ci/live-updates-values.yaml): one updater pod
 (`skbqa serve --role updater`, strategy Recreate) mounting the index volume read-write, probed, credentialed and
 fenced like the stages; the gateway gets the admin tokens that may call ApplyChanges; the topics hook creates
-`skbqa.changes` with one partition; and the chart refuses what cannot work (Ray Serve on per-pod index copies,
-NebulaGraph, tokens without admin tokens, a change topic with several partitions); Ray Serve's replicas open
-the index the updater writes."""
+`skbqa.changes` with one partition; and the chart refuses what cannot work (NebulaGraph, tokens without admin
+tokens, a change topic with several partitions); Ray Serve's replicas open the index the updater writes (or, with
+shipped snapshots, fetch its versions: test_chart_shipped_updates.py)."""
 
 from __future__ import annotations
 
@@ -314,14 +314,6 @@ _ON = {"enabled": True}
 @pytest.mark.parametrize(
     ("values", "message"),
     [
-        (
-            {
-                "updates": _ON,
-                "index": {"delivery": "objectStore", "objectStore": {"url": "s3://skbqa-indexes/kb"}},
-                "ray": {"enabled": True, "autoscaling": False},
-            },
-            r"objectStore cannot run the reranker on Ray Serve .*shipped snapshots do not reach",
-        ),
         ({"updates": _ON, "nebula": {"enabled": True}}, r"cannot work with NebulaGraph \(nebula.enabled\)"),
         (
             {"updates": _ON, "externalNebula": {"url": "nebula://graphd.graph.svc:9669/kb"}},

@@ -47,6 +47,13 @@ def stack(biomed_sample_engine, tmp_path_factory):
 
 
 def test_a_stack_reranking_on_ray_takes_changes_and_never_mixes_versions(stack, onnx_encoder) -> None:
+    takes_changes_on_ray(stack, onnx_encoder)
+
+
+def takes_changes_on_ray(stack: Any, onnx_encoder: Any) -> None:
+    """A batch through the gateway; af answers at its version equal the embedded engine's on the updater's final
+    index, in process (degraded) until the Ray replica holds the version, then on Ray (also with shipped
+    snapshots, tests/integration/test_stack_snapshots_ray.py)."""
     index = stack.options.index
     questions = _questions()
     with SkbqaClient.connect(f"127.0.0.1:{stack.ports['gateway']}", deadline_s=60) as client:

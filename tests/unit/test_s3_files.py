@@ -127,3 +127,49 @@ def test_objects_survive_a_new_server_on_the_same_directory(tmp_path: Path) -> N
         assert (status, body, headers["ETag"]) == (200, b"kept", etag)
         assert "kept/a.json" in _call("GET", f"{url}?list-type=2&prefix=kept/")[2].decode()
     assert not (tmp_path / "tansu" / "leftover.1.tmp").exists()
+
+
+def test_a_put_that_expects_100_continue_is_answered_at_once(server: str) -> None:
+    """boto3 sends `Expect: 100-continue` with every PUT body (a snapshot push, `stack up --snapshots`): the interim
+    reply must leave at once, not wait in the write buffer until the client gives up waiting (1 s per object)."""
+    import http.client
+    import time
+
+    host, port = server.split("//")[1].split("/")[0].split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=5)
+    started = time.perf_counter()
+    connection.putrequest("PUT", "/tansu/expect")
+    connection.putheader("Content-Length", "5")
+    connection.putheader("Expect", "100-continue")
+    connection.endheaders()
+    connection.sock.settimeout(0.5)  # an interim reply held back would time this read out
+    interim = connection.sock.recv(64)
+    assert interim.startswith(b"HTTP/1.1 100"), interim
+    connection.sock.settimeout(5)
+    connection.send(b"hello")
+    reply = connection.getresponse()
+    assert reply.status == 200 and time.perf_counter() - started < 0.5
+    connection.close()
+    assert _call("GET", f"{server}/expect")[2] == b"hello"
+
+
+def test_a_file_over_8_mib_goes_up_in_parts_and_comes_back_whole(server: str, tmp_path: Path, monkeypatch) -> None:
+    """boto3's `upload_file` (a snapshot push) sends files over 8 MiB as multipart uploads (s3_multipart.py)."""
+    boto3 = pytest.importorskip("boto3")
+    from tests.integration.moto_s3 import CREDENTIALS
+
+    for name, value in CREDENTIALS.items():
+        monkeypatch.setenv(name, value)
+    big = tmp_path / "big.bin"
+    big.write_bytes(bytes(range(256)) * (9 * 4096 + 7))  # 9 MiB and a bit: two parts
+    client = boto3.client("s3", endpoint_url=server.rsplit("/", 1)[0])
+    client.upload_file(str(big), "tansu", "kb/big.bin")
+    assert client.get_object(Bucket="tansu", Key="kb/big.bin")["Body"].read() == big.read_bytes()
+    # a completion naming a part never uploaded is refused, and nothing is written
+    upload = client.create_multipart_upload(Bucket="tansu", Key="kb/half")["UploadId"]
+    with pytest.raises(Exception, match="InvalidPart"):
+        client.complete_multipart_upload(
+            Bucket="tansu", Key="kb/half", UploadId=upload,
+            MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": '"x"'}]},
+        )  # fmt: skip
+    assert _call("HEAD", f"{server}/kb/half")[0] == 404

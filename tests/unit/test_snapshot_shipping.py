@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from skbqa.changes.shipping import SnapshotLocation
 from skbqa.cli.main import main
-from skbqa.serving.snapshot_fetch import SnapshotFetcher
+from skbqa.ingest.snapshot_fetch import SnapshotFetcher, SnapshotLocation
 
 GOOD = {"url": "s3://kb/live", "id": "0123456789abcdef", "kb_version": 3}
 

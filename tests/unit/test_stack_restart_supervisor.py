@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from skbqa.devstack.processes import ProcessRecord, alive, read_state, write_state
-from skbqa.devstack.stack import stack_restart
+from skbqa.devstack.supervisor import stack_restart
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
 

@@ -652,9 +652,6 @@ run on one node, which is the operator's call (NOTES.txt says so).
 {{- end }}
 {{- end }}
 {{- if $u.enabled }}
-{{- if and (eq .Values.index.delivery "objectStore") .Values.ray.enabled }}
-{{- fail "updates.enabled with index.delivery objectStore cannot run the reranker on Ray Serve (ray.enabled): the Ray replicas open new versions from the index directory they share with the updater, and with objectStore they have a fetched copy of their own that shipped snapshots do not reach; the reranker would answer in process (degraded) after every change. Use a ReadWriteMany index volume, or leave ray off" }}
-{{- end }}
 {{- $fixed := list }}
 {{- if .Values.nebula.enabled }}{{ $fixed = append $fixed "NebulaGraph (nebula.enabled)" }}{{ end }}
 {{- if and (not .Values.nebula.enabled) .Values.externalNebula.url }}{{ $fixed = append $fixed "NebulaGraph (externalNebula.url)" }}{{ end }}

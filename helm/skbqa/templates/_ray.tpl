@@ -2,6 +2,9 @@
 {{- define "skbqa.rayPodTemplate" -}}
 {{- $root := .root -}}
 {{- $ctx := dict "root" $root "component" "ray" -}}
+{{- /* with shipped snapshots a Serve replica fetches each version it is asked at (the reranker service says where
+it was shipped) into a copy beside its index: the object store's settings, and a writable index volume */ -}}
+{{- $ships := include "skbqa.shipsSnapshots" $root -}}
 {{- $resources := deepCopy .spec.resources -}}
 {{- if and (eq .group "worker") (gt (int .spec.gpu) 0) -}}
 {{- $limits := get $resources "limits" | default dict -}}
@@ -45,6 +48,9 @@ spec:
         {{- with $root.Values.ray.extraEnv }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
+        {{- if $ships }}
+        {{- include "skbqa.s3EndpointEnv" $root | nindent 8 }}
+        {{- end }}
         {{- with include "skbqa.encoderUrl" $root }}
         - name: SKBQA_ENCODER_URL
           value: {{ . }}
@@ -68,6 +74,9 @@ spec:
               key: {{ $root.Values.llm.apiKeyKey }}
         {{- end }}
         {{- end }}
+      {{- if $ships }}
+      {{- include "skbqa.objectStoreEnvFrom" $root | nindent 6 }}
+      {{- end }}
       ports:
         {{- if eq .group "head" }}
         - name: gcs
@@ -93,7 +102,9 @@ spec:
       volumeMounts:
         - name: index
           mountPath: {{ $root.Values.index.mountPath }}
+          {{- if not $ships }}
           readOnly: true
+          {{- end }}
         - name: tmp
           mountPath: /tmp
         - name: shm

@@ -6,57 +6,23 @@ is written and before it is renamed over the index, so the index never serves a 
 a push that fails fails the fold, which is retried with the batches still logged (as a Milvus load does). Its
 version record then names where the version is (`SnapshotLocation`, under "snapshot"); a record without one means
 "the shared index directory", as before shipping existed. A stage replica whose own directory does not show the
-announced version fetches it from there (`serving.snapshot_fetch`). LATEST follows the pushes, so a pod that
-starts later (`skbqa index pull` in its init container) starts at the newest shipped version.
+announced version fetches it from there (`ingest.snapshot_fetch`). LATEST follows the pushes, so a pod that
+starts later (`skbqa index pull` in its init container) starts at the newest shipped version. The location and
+the fetching live in `ingest.snapshot_fetch`, below both this writer and the readers (stage and Ray replicas).
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from skbqa.changes.snapshot import kb_version
-from skbqa.common.errors import InvalidInputError
 from skbqa.ingest.object_store import Location, push_index, s3_client, version_of
+from skbqa.ingest.snapshot_fetch import SnapshotLocation
 from skbqa.stores.index import MANIFEST, read_manifest
 
 logger = logging.getLogger(__name__)
-
-RECORD_KEY = "snapshot"  # the key of the location in the updater's version record (serving.kb_feed)
-_HEX = frozenset("0123456789abcdef")
-
-
-@dataclass(frozen=True)
-class SnapshotLocation:
-    """Where knowledge-base version `kb_version` was shipped: `url` (s3://BUCKET/PREFIX) and the published
-    version id under it (`object_store.version_of` its manifest)."""
-
-    url: str
-    object_id: str
-    kb_version: int
-
-    def to_record(self) -> dict[str, Any]:
-        return {"url": self.url, "id": self.object_id, "kb_version": self.kb_version}
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any]) -> SnapshotLocation | None:
-        """The location a version record carries; None when it carries none (the shared directory) or one this
-        replica cannot read (an unreadable location is never guessed at: it is logged and skipped)."""
-        found = record.get(RECORD_KEY)
-        if found is None:
-            return None
-        try:
-            url, object_id, version = str(found["url"]), str(found["id"]), int(found["kb_version"])
-            Location.parse(url)
-        except (KeyError, TypeError, ValueError, InvalidInputError) as exc:
-            logger.warning("version feed: an unreadable snapshot location was skipped (%s)", type(exc).__name__)
-            return None
-        if len(object_id) != 16 or not set(object_id) <= _HEX:
-            logger.warning("version feed: a snapshot location with a bad id was skipped")
-            return None
-        return cls(url, object_id, version)
 
 
 class SnapshotShipper:

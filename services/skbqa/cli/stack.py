@@ -47,6 +47,16 @@ def add_stack_parser(sub: Any) -> None:
         help="--durable's object store: files (default: on disk, fastest), moto (in memory) or s3rver (docs/kafka.md)",
     )
     p.add_argument(
+        "--snapshots",
+        nargs="?",
+        const="own",
+        default=None,
+        metavar="s3://BUCKET/PREFIX",
+        help="ship each folded snapshot through an object store and give every other process an index directory "
+        "of its own that fetches them: alone, the stack's own S3 server (STACK_DIR/snapshots-data); with a URL, "
+        "an external store reached through the AWS environment (docs/updates.md)",
+    )
+    p.add_argument(
         "--no-supervise", action="store_true", help="do not restart crashed processes (no supervisor process)"
     )
 
@@ -63,7 +73,8 @@ def _replicas(pairs: list[str]) -> dict[str, int]:
 
 def run_stack(args: argparse.Namespace) -> int:
     from skbqa.devstack.processes import read_state
-    from skbqa.devstack.stack import LocalStack, StackOptions, stack_down, stack_restart
+    from skbqa.devstack.stack import LocalStack, StackOptions, stack_down
+    from skbqa.devstack.supervisor import stack_restart
 
     if args.action == "down":
         stopped = stack_down(args.dir)
@@ -88,6 +99,11 @@ def run_stack(args: argparse.Namespace) -> int:
                 f"restarts {restarts.get(record['name'], 0):<3} {served_version(record):<6} "
                 f"{json.dumps(record['ports'])}"
             )
+        from skbqa.devstack.stack_snapshots import SnapshotStore
+
+        store = SnapshotStore.from_state(state)
+        if store is not None:
+            print(store.describe())
         gateways = state.get("ports", {}).get("gateways")
         if gateways:
             print(f"gateways: {gateways}  (clients: --server {gateways})")
@@ -106,6 +122,7 @@ def run_stack(args: argparse.Namespace) -> int:
         broker_storage="s3" if args.durable else "memory",
         broker_s3_server=args.s3_server,
         supervise=not args.no_supervise,
+        snapshots=args.snapshots,
     )
     started = time.perf_counter()
     ports = LocalStack(options).up()

@@ -10,7 +10,8 @@ object store client (arrow-rs ``object_store``) asks for, and does it cheaply:
   answer 412 otherwise, checked and applied under one lock, so two producers of one partition cannot both win
   (s3rver ignores these headers and loses records);
 - ``ListObjectsV2`` (and v1) with ``prefix``, ``delimiter``, ``start-after`` and continuation tokens;
-- ``PUT``/``HEAD`` of a bucket. Signatures are not checked: it listens on loopback only.
+- ``PUT``/``HEAD`` of a bucket; multipart uploads (``s3_multipart``: boto3's for files over 8 MiB, which a snapshot
+  push of ``skbqa stack up --snapshots`` sends). Signatures are not checked: it listens on loopback only.
 
 Every object is one file, named by the SHA-256 of its key, holding a JSON header line (key, ETag, time) and the
 bytes; it is written to a temporary file and renamed over the old one, so a reader sees a whole version and a
@@ -35,6 +36,8 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from xml.sax.saxutils import escape
+
+from skbqa.devstack.s3_multipart import Uploads, completed_xml, created_xml
 
 _XMLNS = "http://s3.amazonaws.com/doc/2006-03-01/"
 _MAX_KEYS = 1000
@@ -161,6 +164,7 @@ class ObjectServer(ThreadingHTTPServer):
         self.log_requests = log_requests
         self.buckets: dict[str, Bucket] = {}
         self.buckets_lock = threading.Lock()
+        self.uploads = Uploads()  # multipart uploads in progress (devstack/s3_multipart.py)
         root.mkdir(parents=True, exist_ok=True)
         for directory in root.iterdir():
             if directory.is_dir():
@@ -182,6 +186,14 @@ class _Handler(BaseHTTPRequestHandler):
     wbufsize = 1 << 16  # headers and body leave in one write (the server flushes after each request)
     server: ObjectServer
 
+    def handle_expect_100(self) -> bool:
+        # boto3 sends "Expect: 100-continue" with every PUT body; the write buffer above would hold the interim
+        # reply back, and the client then waits its 1 s timeout before sending the body (a snapshot push: 1 s/file)
+        self.send_response_only(100)
+        self.end_headers()
+        self.wfile.flush()
+        return True
+
     def log_message(self, format: str, *args: object) -> None:
         if self.server.log_requests:
             sys.stdout.write(
@@ -198,8 +210,11 @@ class _Handler(BaseHTTPRequestHandler):
         return bucket, key, query
 
     def do_PUT(self) -> None:
-        bucket_name, key, _ = self._target()
+        bucket_name, key, query = self._target()
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if "uploadId" in query and query.get("partNumber", "").isdigit():
+            etag = self.server.uploads.put_part(query["uploadId"], int(query["partNumber"]), body)
+            return self._reply(200, headers={"ETag": etag}) if etag else self._error(404, "NoSuchUpload")
         if not key:
             self.server.bucket(bucket_name, create=True)
             return self._reply(200)
@@ -281,15 +296,31 @@ class _Handler(BaseHTTPRequestHandler):
         self._reply(200, "".join(parts).encode(), {"Content-Type": "application/xml"})
 
     def do_DELETE(self) -> None:
-        bucket_name, key, _ = self._target()
+        bucket_name, key, query = self._target()
         bucket = self.server.bucket(bucket_name)
-        if bucket is not None and key:
+        if "uploadId" in query:
+            self.server.uploads.abort(query["uploadId"])
+        elif bucket is not None and key:
             bucket.delete(key)
         self._reply(204)
 
-    def do_POST(self) -> None:  # multipart uploads and batch deletes: Tansu's small objects never need them
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self._error(501, "NotImplemented")
+    def do_POST(self) -> None:  # multipart uploads (boto3's for files over 8 MiB); no batch deletes
+        bucket_name, key, query = self._target()
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        bucket = self.server.bucket(bucket_name)
+        if bucket is None or not key or not ("uploads" in query or "uploadId" in query):
+            return self._error(
+                404 if bucket is None else 501, "NoSuchBucket" if bucket is None else "NotImplemented"
+            )
+        if "uploads" in query:
+            upload = self.server.uploads.create(bucket_name, key)
+            return self._reply(200, created_xml(bucket_name, key, upload), {"Content-Type": "application/xml"})
+        whole = self.server.uploads.complete(query["uploadId"], bucket_name, key, body)
+        if whole is None:
+            return self._error(400, "InvalidPart")
+        meta = bucket.write(key, whole, if_match=None, if_none_match=None)
+        assert meta is not None  # no precondition was given
+        self._reply(200, completed_xml(bucket_name, key, meta.etag), {"Content-Type": "application/xml"})
 
     # -- replies ------------------------------------------------------------------------------------------------
 
@@ -322,6 +353,21 @@ def _byte_range(header: str | None, size: int) -> tuple[int, int] | None:
     if not first:  # the last N bytes
         return max(0, size - int(last)), size - 1
     return int(first), min(int(last), size - 1) if last else size - 1
+
+
+def server_argv(python: str, port: int, directory: Path, bucket: str) -> list[str]:
+    """The command that runs this server on 127.0.0.1:`port` over `directory`, with `bucket` created."""
+    return [
+        python,
+        "-m",
+        "skbqa.devstack.s3_files",
+        "--port",
+        str(port),
+        "--dir",
+        str(directory),
+        "--bucket",
+        bucket,
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

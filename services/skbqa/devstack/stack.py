@@ -11,7 +11,6 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from skbqa.devstack.processes import (
     wait_until,
     write_state,
 )
+from skbqa.devstack.stack_snapshots import OWN, OWN_BUCKET, OWN_URL, S3_PROCESS, SnapshotStore, parse_snapshots
 from skbqa.serving.settings import stages_of
 from skbqa.serving.stages.chain import SEPARATOR, colocated_groups, service_roles
 from skbqa.stores.index import read_manifest
@@ -54,6 +54,9 @@ class StackOptions:
     supervise: bool = False  # run the supervisor that restarts crashed processes (`stack up` turns it on)
     # stage groups each run as one process ("parser+symbols+grounding"); every other stage has its own process
     colocate: tuple[str, ...] = ()
+    # shipped snapshots (devstack/stack_snapshots.py): None (every process shares the updater's index directory),
+    # "own" (the stack's own S3 server) or s3://BUCKET/PREFIX (an external store, through the AWS environment)
+    snapshots: str | None = None
 
     @property
     def service_roles(self) -> tuple[str, ...]:
@@ -67,6 +70,7 @@ class StackOptions:
                 f"{self.index} is not an skbqa index; build one with: skbqa ingest BUNDLE --index DIR"
             )
         colocated_groups(self.colocate)
+        self.snapshots = parse_snapshots(self.snapshots)
         for role, count in self.replicas.items():
             if role not in self.service_roles:
                 inside = next((group for group in self.colocate if role in group.split(SEPARATOR)), None)
@@ -105,6 +109,8 @@ class LocalStack:
         self.records: list[ProcessRecord] = []
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.ports: dict[str, Any] = {}
+        self.snapshots: SnapshotStore | None = None
+        self._snapshot_version = ""  # the shipped id of the index's version when the stack started
 
     # ------------------------------------------------------------------------------------------------ up
 
@@ -114,6 +120,8 @@ class LocalStack:
         self.directory.mkdir(parents=True, exist_ok=True)
         try:
             self._start_broker()
+            if self.options.snapshots:
+                self._start_snapshots()
             if self.options.triton:
                 self._start_triton()
             for role in self.options.service_roles:
@@ -161,6 +169,34 @@ class LocalStack:
         self.processes[name] = process
         self.records = [r for r in self.records if r.name != name] + [record]
         self._save()
+
+    def _start_snapshots(self) -> None:
+        """The object store snapshots are shipped through (the own server, started here, or an external one),
+        holding the index's version, from which every process's own directory is pulled (`start_service`)."""
+        from skbqa.devstack.stack_snapshots import own_server_argv, seed
+        from skbqa.devstack.tansu_children import bucket_answers
+
+        # a previous stack's copies may be of another index, or far behind: every process starts from this one's
+        shutil.rmtree(self.directory / "replicas", ignore_errors=True)
+
+        if self.options.snapshots == OWN:
+            port = free_port()
+            self._start(
+                S3_PROCESS, own_server_argv(PYTHON, port, self.directory / "snapshots-data"), {"http": port}
+            )
+            wait_until(
+                lambda: bucket_answers(port, OWN_BUCKET),
+                timeout_s=30,
+                what=S3_PROCESS,
+                process=self.processes[S3_PROCESS],
+                log=self.records[-1].log,
+            )
+            self.snapshots = SnapshotStore(OWN_URL, f"http://127.0.0.1:{port}")
+        else:
+            assert self.options.snapshots is not None
+            self.snapshots = SnapshotStore(self.options.snapshots)
+        self._snapshot_version = seed(self.options.index, self.snapshots)
+        self.ports["snapshots"] = self.snapshots.to_state()
 
     def _start_broker(self, port: int | None = None) -> None:
         port = port or free_port()
@@ -229,9 +265,13 @@ class LocalStack:
         else:
             metrics_port = free_port()
         argv = [
-            PYTHON, "-m", "skbqa", "serve", "--role", role, "--index", str(self.options.index),
+            PYTHON, "-m", "skbqa", "serve", "--role", role, "--index", str(self._index_of(role, name)),
             "--bus", self.bus_url, "--port", str(grpc_port), "--metrics-port", str(metrics_port),
         ]  # fmt: skip
+        env: dict[str, str] = {}
+        if self.snapshots is not None:
+            argv += self.snapshots.options(role)
+            env = self.snapshots.env
         if "encoder" in self.ports and role != "gateway":
             argv += ["--encoder", self.ports["encoder"]]
         if role == "gateway":
@@ -240,7 +280,7 @@ class LocalStack:
                 argv += ["--colocated", group]
         if "reranker" in stages_of(role) and self.options.ray:
             argv += ["--ray-address", "local"]
-        self._start(name, argv, {"grpc": grpc_port, "metrics": metrics_port})
+        self._start(name, argv, {"grpc": grpc_port, "metrics": metrics_port}, env)
         if role == "gateway" and replica == 0:
             self.ports["gateway"] = grpc_port
         self.ports.setdefault("services", {})[name] = {"grpc": grpc_port, "metrics": metrics_port}
@@ -256,6 +296,14 @@ class LocalStack:
             )
         self._save()
         return name
+
+    def _index_of(self, role: str, name: str) -> Path:
+        """The updater's index is the stack's; with shipped snapshots every other process has one of its own."""
+        if self.snapshots is None or role == "updater":
+            return self.options.index
+        from skbqa.devstack.stack_snapshots import replica_index
+
+        return replica_index(self.directory, name, self.snapshots, self._snapshot_version)
 
     def _start_prometheus(self) -> None:
         from skbqa.devstack.prometheus import write_config
@@ -333,34 +381,3 @@ def stack_down(directory: Path) -> list[str]:
         stopped += stop_records([r for r in records if r.name != SUPERVISOR])
         (directory / "stack.json").unlink(missing_ok=True)
     return stopped
-
-
-def stack_restart(directory: Path, which: str) -> list[str]:
-    """Stop and start again the recorded processes named `which` ("ranking-1") or of role `which` ("ranking",
-    "broker"; a stage co-located with others restarts its group's processes), with their recorded command, ports
-    and environment; counted as restarts. `which="supervisor"` starts the supervisor again: nothing else does
-    after a kill -9 of it (its children keep serving meanwhile, unwatched), and its first pass restarts what
-    exited while it was away."""
-    from skbqa.devstack.supervisor import SUPERVISOR, records_of, relaunch, save, state_lock
-
-    with state_lock(directory):
-        state = read_state(directory)
-        records = records_of(state)
-        chosen = [
-            i
-            for i, r in enumerate(records)
-            if (r.name != SUPERVISOR or which == SUPERVISOR)
-            and (which in (r.name, r.name.rsplit("-", 1)[0]) or which in r.name.rsplit("-", 1)[0].split(SEPARATOR))
-        ]
-        if not chosen:
-            names = ", ".join(r.name for r in records if r.name != SUPERVISOR) or "none"
-            raise InvalidInputError(f"no process {which!r} in the stack; processes: {names}")
-        for i in chosen:
-            stop_records([records[i]])
-            records[i] = relaunch(directory, state, records[i])
-        save(directory, state, records)
-    return [records[i].name for i in chosen]
-
-
-def wait_seconds(started: float) -> float:
-    return round(time.perf_counter() - started, 1)

@@ -23,7 +23,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from skbqa.devstack.processes import ProcessRecord, alive, launch, read_state, tcp_open, write_state
+from skbqa.common.errors import InvalidInputError
+from skbqa.devstack.processes import (
+    ProcessRecord,
+    alive,
+    launch,
+    read_state,
+    stop_records,
+    tcp_open,
+    write_state,
+)
+from skbqa.serving.stages.chain import SEPARATOR
 
 logger = logging.getLogger("skbqa.supervisor")
 
@@ -130,6 +140,31 @@ class Supervisor:
 
     def _stop(self, *_: object) -> None:
         self._stopping = True
+
+
+def stack_restart(directory: Path, which: str) -> list[str]:
+    """Stop and start again the recorded processes named `which` ("ranking-1") or of role `which` ("ranking",
+    "broker"; a stage co-located with others restarts its group's processes), with their recorded command, ports
+    and environment; counted as restarts. `which="supervisor"` starts the supervisor again: nothing else does
+    after a kill -9 of it (its children keep serving meanwhile, unwatched), and its first pass restarts what
+    exited while it was away."""
+    with state_lock(directory):
+        state = read_state(directory)
+        records = records_of(state)
+        chosen = [
+            i
+            for i, r in enumerate(records)
+            if (r.name != SUPERVISOR or which == SUPERVISOR)
+            and (which in (r.name, r.name.rsplit("-", 1)[0]) or which in r.name.rsplit("-", 1)[0].split(SEPARATOR))
+        ]
+        if not chosen:
+            names = ", ".join(r.name for r in records if r.name != SUPERVISOR) or "none"
+            raise InvalidInputError(f"no process {which!r} in the stack; processes: {names}")
+        for i in chosen:
+            stop_records([records[i]])
+            records[i] = relaunch(directory, state, records[i])
+        save(directory, state, records)
+    return [records[i].name for i in chosen]
 
 
 def main(argv: list[str] | None = None) -> int:

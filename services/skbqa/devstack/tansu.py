@@ -29,6 +29,7 @@ from pathlib import Path
 
 from skbqa.common.errors import BackendUnavailableError, InvalidInputError
 from skbqa.devstack.ports import free_port
+from skbqa.devstack.s3_files import server_argv
 from skbqa.devstack.tansu_binaries import S3RVER, node_prefix, s3rver_argv, tansu_binary
 from skbqa.devstack.tansu_children import (
     BUCKET,
@@ -181,8 +182,7 @@ class BrokerHandle:
     def _start_files(self) -> _Child:
         assert self.s3_port is not None
         _check_port_free(self.s3_port, "the S3 file server")
-        argv = [sys.executable, "-m", "skbqa.devstack.s3_files", "--port", str(self.s3_port)]
-        argv += ["--dir", str(self.data_dir / "objects"), "--bucket", BUCKET]
+        argv = server_argv(sys.executable, self.s3_port, self.data_dir / "objects", BUCKET)
         child = _Child("s3-files", argv, dict(os.environ), self.data_dir / "s3-files.log")
         _wait_for_s3(child, self.s3_port, self.ready_timeout_s)
         return child

@@ -145,16 +145,21 @@ def _wait_for_s3(child: _Child, port: int, timeout_s: float) -> None:
 
 def _until_bucket_answers(child: _Child, port: int, timeout_s: float, *, method: str, what: str) -> None:
     """Send `method` to the bucket's URL until it answers 200; raise when the child dies or time runs out."""
-    request = urllib.request.Request(f"http://{HOST}:{port}/{BUCKET}", method=method)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if not child.alive():
             raise child.failure(f"exited (status {child.process.returncode}) before serving")
-        try:
-            with urllib.request.urlopen(request, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
+        if bucket_answers(port, BUCKET, method=method):
+            return
         time.sleep(0.2)
     raise child.failure(f"did not {what} bucket {BUCKET!r} on {HOST}:{port} within {timeout_s:.0f} s")
+
+
+def bucket_answers(port: int, bucket: str, *, method: str = "GET") -> bool:
+    """Whether the S3 server on 127.0.0.1:`port` answers `method` on `bucket` with 200 (GET: it serves it)."""
+    request = urllib.request.Request(f"http://{HOST}:{port}/{bucket}", method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=2) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False

@@ -201,9 +201,9 @@ def start_stage(
     from skbqa.bus.base import unreachable
     from skbqa.bus.kafka import bus_from_url
     from skbqa.bus.topics import ALL as ALL_TOPICS
+    from skbqa.ingest.snapshot_fetch import SnapshotFetcher
     from skbqa.serving.kb_feed import VersionFeed
     from skbqa.serving.runtime import build_runtime
-    from skbqa.serving.snapshot_fetch import SnapshotFetcher
     from skbqa.serving.stage_service import StageServicer, start_stage_server
     from skbqa.serving.stage_versions import VersionedCores
     from skbqa.serving.stages.registry import build_stage
@@ -219,16 +219,15 @@ def start_stage(
     bus = bus_from_url(settings.bus_url)
     bus.ensure_topics(ALL_TOPICS)
     # live updates: this replica opens each new version the updater folds in, and says which one it serves
+    fetcher = SnapshotFetcher(settings.index, endpoint_url=settings.s3_endpoint_url)
+
+    def version_at(where: Path) -> Any:  # the index's own directory, or a copy of a shipped snapshot,
+        snapshot = fetcher.location_of(where)  # whose location its Ray replicas fetch it from (ray_replica.py)
+        return build_stage(role, build_runtime(replace(settings, index=where), runtime.encoder, served=runtime,
+                                               snapshot=snapshot))  # fmt: skip
+
     versions = VersionedCores(
-        core,
-        # a new version's directory: the index's own, or a local copy of a shipped snapshot (stage_versions)
-        lambda directory: build_stage(
-            role, build_runtime(replace(settings, index=directory), runtime.encoder, served=runtime)
-        ),
-        index=settings.index,
-        role=role,
-        follows=takes_changes(settings),
-        fetcher=SnapshotFetcher(settings.index, endpoint_url=settings.s3_endpoint_url),
+        core, version_at, index=settings.index, role=role, follows=takes_changes(settings), fetcher=fetcher
     )
     feed = VersionFeed(bus, report=versions.report, on_record=versions.on_record)
     versions.on_switch = feed.announce

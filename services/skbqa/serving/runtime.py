@@ -27,6 +27,7 @@ from skbqa.stages.rerank.base import Reranker
 from skbqa.stores.index import IndexStores, open_index
 
 if TYPE_CHECKING:
+    from skbqa.ingest.snapshot_fetch import SnapshotLocation
     from skbqa.stages.rerank.ray_fallback import RayOrInProcess
     from skbqa.stores.vectors.milvus_versions import MilvusTarget, MilvusVersions
 
@@ -128,10 +129,15 @@ def build_chat(settings: ServiceSettings) -> ChatModel | None:
 
 
 def build_runtime(
-    settings: ServiceSettings, encoder: Encoder | None = None, *, served: StageRuntime | None = None
+    settings: ServiceSettings,
+    encoder: Encoder | None = None,
+    *,
+    served: StageRuntime | None = None,
+    snapshot: SnapshotLocation | None = None,
 ) -> StageRuntime:
     """`encoder`: one already built for this index (a new snapshot of it reuses the served one). `served`: the
-    runtime of the version served now, whose Ray path a new version's rerankers share."""
+    runtime of the version served now, whose Ray path a new version's rerankers share. `snapshot`: where the
+    version in `settings.index` was fetched from (shipped snapshots), which Ray replicas are told to fetch it."""
     stores = with_adapters(settings, open_index(settings.index))
     if encoder is None:
         stores, encoder = guard(stores, build_encoder(settings, stores))
@@ -142,7 +148,9 @@ def build_runtime(
         following = served.af.rerank.rerankers if served is not None else None
         version = kb_version(stores.manifest)
         runtime.af.rerank.use(
-            ray_rerankers(settings, runtime.af.rerank.rerankers, kb_version=version, following=following)
+            ray_rerankers(
+                settings, runtime.af.rerank.rerankers, kb_version=version, following=following, snapshot=snapshot
+            )
         )
     return runtime
 
@@ -153,6 +161,7 @@ def ray_rerankers(
     *,
     kb_version: int | None = None,
     following: Mapping[str, Reranker] | None = None,
+    snapshot: SnapshotLocation | None = None,
 ) -> dict[str, Reranker]:
     """Step 8 on Ray Serve, each reranker backed by its in-process twin (`RayOrInProcess`): the service answers,
     flagged degraded, whenever Ray is not answering, or not at the twins' knowledge-base version `kb_version`
@@ -170,10 +179,13 @@ def ray_rerankers(
     names = [name for name in names if name in in_process]
     served = {n: r for n, r in (following or {}).items() if isinstance(r, RayOrInProcess)}
     if served:
-        return {name: served[name].follow(in_process[name], kb_version) for name in names if name in served}
+        return {
+            name: served[name].follow(in_process[name], kb_version, snapshot) for name in names if name in served
+        }
     on_degraded = _degraded_counter()
     rerankers = {
-        name: RayOrInProcess(in_process[name], on_degraded=on_degraded, kb_version=kb_version) for name in names
+        name: RayOrInProcess(in_process[name], on_degraded=on_degraded, kb_version=kb_version, snapshot=snapshot)
+        for name in names
     }
     attach = threading.Thread(target=attach_ray, args=(settings, rerankers), name="ray-attach", daemon=True)
     attach.start()
@@ -235,7 +247,13 @@ def ray_handles(settings: ServiceSettings, names: list[str]) -> dict[str, Any]:
         app_name = f"skbqa-reranker-{name}"
         if local:
             # a short batch window: a lone request should not wait long for company (docs/ray.md)
-            app = RayRerankerSettings(reranker=name, app_name=app_name, num_cpus=0.5, batch_wait_timeout_s=0.002)
+            app = RayRerankerSettings(
+                reranker=name,
+                app_name=app_name,
+                num_cpus=0.5,
+                batch_wait_timeout_s=0.002,
+                s3_endpoint_url=settings.s3_endpoint_url,  # where shipped versions are fetched (as this service)
+            )
             handles[name] = deploy_reranker(settings.index, app, llm=llm)
         else:
             # a shared cluster owns its apps (KubeRay serveConfigV2, or `serve deploy`): only connect

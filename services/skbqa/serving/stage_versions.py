@@ -9,7 +9,7 @@ record, a look at the index's manifest every `CHECK_EVERY_S`.
 
 Where a new version comes from: the index directory, when it shows the version (it is shared with the updater);
 otherwise, when the updater's record says where it shipped the version (changes/shipping.py), a local copy fetched
-from the object store (`serving.snapshot_fetch`). A fetch that fails leaves this replica serving what it serves,
+from the object store (`ingest.snapshot_fetch`). A fetch that fails leaves this replica serving what it serves,
 and is tried again on the next record (the updater repeats its record every heartbeat), so the version is never
 lost; the version this replica reports moves only once it serves the new one. Copies no longer held are removed.
 
@@ -28,11 +28,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
-from skbqa.changes.shipping import SnapshotLocation
 from skbqa.changes.snapshot import kb_version
+from skbqa.ingest.snapshot_fetch import SnapshotFetcher, SnapshotLocation
 from skbqa.observability.metrics import get_metrics
 from skbqa.serving.runtime import release_stores
-from skbqa.serving.snapshot_fetch import SnapshotFetcher
 from skbqa.serving.stages.chain import members
 from skbqa.serving.stages.core import StageCore, StageMessage
 from skbqa.stores.index import read_manifest

@@ -29,10 +29,11 @@ from skbqa.changes.folding import FoldLoop
 from skbqa.changes.format import ChangeError
 from skbqa.changes.idempotency import IdempotencyKeyReused
 from skbqa.changes.record import STREAM, decode_batch
-from skbqa.changes.shipping import RECORD_KEY, SnapshotShipper
+from skbqa.changes.shipping import SnapshotShipper
 from skbqa.changes.snapshot import SnapshotReport
 from skbqa.changes.updater import IndexUpdater
 from skbqa.common.errors import IndexStoreError
+from skbqa.ingest.snapshot_fetch import RECORD_KEY
 from skbqa.observability.metrics import get_metrics
 from skbqa.serving.stages.core import AnswerEnvelope
 from skbqa.serving.status import FAILED_PRECONDITION, INVALID_ARGUMENT

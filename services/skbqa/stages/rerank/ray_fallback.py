@@ -26,6 +26,7 @@ import threading
 from collections.abc import Callable
 from typing import Protocol
 
+from skbqa.ingest.snapshot_fetch import SnapshotLocation
 from skbqa.query.context import Candidate, QueryContext
 from skbqa.query.structured import StructuredQuery
 from skbqa.stages.rerank.base import Reranker, RerankOutcome
@@ -50,6 +51,7 @@ class RayPath(Protocol):
         *,
         abandon: threading.Event | None = None,
         kb_version: int | None = None,
+        snapshot: SnapshotLocation | None = None,
     ) -> RerankOutcome: ...
 
     def probe(self, timeout_s: float) -> None: ...
@@ -130,17 +132,23 @@ class RayOrInProcess:
         probe_timeout_s: float = DEFAULT_PROBE_TIMEOUT_S,
         on_degraded: Callable[[], None] | None = None,
         kb_version: int | None = None,
+        snapshot: SnapshotLocation | None = None,
         _link: _RayLink | None = None,
     ) -> None:
         self.name = fallback.name
+        self.snapshot = snapshot  # where `kb_version` was shipped, for a Ray replica that must fetch it
         self.kb_version = kb_version
         self._fallback = fallback
         self._on_degraded = on_degraded
         self._link = _link or _RayLink(self.name, probe_every_s, probe_timeout_s)
 
-    def follow(self, fallback: Reranker, kb_version: int | None) -> RayOrInProcess:
+    def follow(
+        self, fallback: Reranker, kb_version: int | None, snapshot: SnapshotLocation | None = None
+    ) -> RayOrInProcess:
         """The same reranker at another knowledge-base version: `fallback` built on it, this one's Ray path."""
-        return RayOrInProcess(fallback, on_degraded=self._on_degraded, kb_version=kb_version, _link=self._link)
+        return RayOrInProcess(
+            fallback, on_degraded=self._on_degraded, kb_version=kb_version, snapshot=snapshot, _link=self._link
+        )
 
     @property
     def on_ray(self) -> bool:
@@ -170,7 +178,14 @@ class RayOrInProcess:
         why = ""
         if ray is not None and not link.down.is_set():
             try:
-                return ray.try_rerank(query, parsed, candidates, abandon=link.down, kb_version=self.kb_version)
+                return ray.try_rerank(
+                    query,
+                    parsed,
+                    candidates,
+                    abandon=link.down,
+                    kb_version=self.kb_version,
+                    snapshot=self.snapshot,
+                )
             except RayVersionError as exc:  # Ray works; its replica is not at this version (yet, or any more)
                 why = f"{exc}; answered at {self.kb_version} in process"
             except RayCallError as exc:

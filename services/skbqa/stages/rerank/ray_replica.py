@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from skbqa.common.errors import InvalidInputError, clip
+from skbqa.ingest.snapshot_fetch import SnapshotFetcher, SnapshotLocation
 from skbqa.models.chat import ChatModel
 from skbqa.models.openai_chat import LlmSettings
 from skbqa.query.context import Candidate, QueryContext
@@ -24,7 +25,7 @@ from skbqa.query.encoder import Encoder
 from skbqa.stages.rerank.base import Reranker
 from skbqa.stages.rerank.ray_wire import RerankRequest, RerankResponse, added_scores, input_order
 from skbqa.stages.rerank.registry import LLM_RERANKERS, RERANKERS, RerankerSettings, build_reranker
-from skbqa.stores.index import IndexStores, kb_version, open_index
+from skbqa.stores.index import IndexStores, kb_version, open_index, read_manifest
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +56,8 @@ class RayRerankerSettings:
     # the GIL) and max_batch_size for the LLM rerankers (they wait on the network).
     batch_concurrency: int | None = None
     encoder_threads: int = 1  # the replica's question encoder; one per CPU the replica reserves is plenty
+    # the S3-compatible endpoint of shipped snapshots (None: SKBQA_S3_ENDPOINT_URL, else AWS's own)
+    s3_endpoint_url: str | None = None
     rerank: RerankerSettings = field(default_factory=RerankerSettings)
     app_name: str = APP_NAME
 
@@ -100,9 +103,13 @@ class RerankerCore:
 
     Follows the knowledge base's versions: it answers a request at the version the request names
     (`RerankRequest.kb_version`) or not at all — a reply of another version, in the input order, that the caller
-    does not use. A request at a newer version than the one served starts a reopen of `index_dir` in the
-    background (at most one at a time, and one try per `REOPEN_EVERY_S`); the new snapshot is served from then on
-    and the previous one is kept `KEEP_PREVIOUS_S` for callers still at it."""
+    does not use. A request at a newer version than the one served starts a reopen in the background (at most one
+    at a time, and one try per `REOPEN_EVERY_S`): of `index_dir` when it is shared with the updater and shows the
+    version, otherwise of a copy fetched from where the request says the version was shipped
+    (`RerankRequest.snapshot`, the caller's own copy's origin) with the stage replicas' own fetcher
+    (`ingest.snapshot_fetch`), into a directory of this replica's own beside `index_dir`. The new snapshot is
+    served from then on and the previous one is kept `KEEP_PREVIOUS_S` for callers still at it; copies no longer
+    held are removed at the next reopen."""
 
     def __init__(
         self,
@@ -127,6 +134,11 @@ class RerankerCore:
         self._served: dict[int, tuple[IndexStores, Reranker]] = {self.version: (stores, self._build(stores))}
         self._retire_at: dict[int, float] = {}
         self._reopening: threading.Thread | None = None
+        self._directories: dict[int, Path] = {self.version: self._index_dir}  # where each held version's files are
+        endpoint = settings.s3_endpoint_url or os.environ.get("SKBQA_S3_ENDPOINT_URL") or None
+        # copies of its own: a stage replica (or another Ray replica) beside the same index sweeps its own root
+        root = self._index_dir.parent / f"{self._index_dir.name}.ray-versions" / f"replica-{os.getpid()}"
+        self._fetcher = SnapshotFetcher(self._index_dir, endpoint_url=endpoint, root=root)
         self._last_reopen = -math.inf
         self.last_error = ""
         self._lock = threading.Lock()
@@ -162,7 +174,7 @@ class RerankerCore:
     def rerank_one(self, request: RerankRequest) -> RerankResponse:
         """One request; never raises, so one bad request cannot fail the others of its batch."""
         wanted = getattr(request, "kb_version", None)  # a caller older than versions sends none
-        at, reranker = self._reranker_at(wanted)
+        at, reranker = self._reranker_at(wanted, getattr(request, "snapshot", None))
         if reranker is None:
             return input_order(
                 request, f"replica serves knowledge-base version {at}, not {wanted}; not reranked", kb_version=at
@@ -187,7 +199,9 @@ class RerankerCore:
 
     # ------------------------------------------------------------------------------------------ versions
 
-    def _reranker_at(self, wanted: int | None) -> tuple[int, Reranker | None]:
+    def _reranker_at(
+        self, wanted: int | None, snapshot: SnapshotLocation | None = None
+    ) -> tuple[int, Reranker | None]:
         """(the version answered at, its reranker), or (the version served, None) when `wanted` is not held;
         a newer one is then opened in the background."""
         with self._lock:
@@ -195,6 +209,7 @@ class RerankerCore:
             for version, when in list(self._retire_at.items()):
                 if when <= now:
                     self._served.pop(version, None)
+                    self._directories.pop(version, None)
                     del self._retire_at[version]
             if wanted is None:
                 wanted = self.version
@@ -205,16 +220,24 @@ class RerankerCore:
             newer = wanted > current and self._reopening is None and now - self._last_reopen >= REOPEN_EVERY_S
             if newer:
                 self._last_reopen = now
-                self._reopening = threading.Thread(target=self.reopen, name="reranker-reopen", daemon=True)
+                self._reopening = threading.Thread(
+                    target=self.reopen, args=(snapshot,), name="reranker-reopen", daemon=True
+                )
                 self._reopening.start()
         return current, None
 
-    def reopen(self) -> int:
-        """Open the index as it is now and serve it if it is newer; returns the version served after. Errors
-        (e.g. the index read while a fold renamed it) are logged and kept in `last_error`: a later request at
-        the new version tries again."""
+    def reopen(self, snapshot: SnapshotLocation | None = None) -> int:
+        """Open the index as it is now, or `snapshot` fetched when the index does not show that version, and
+        serve it if it is newer; returns the version served after. Errors (the index read while a fold renamed
+        it, a fetch refused or the store away) are logged and kept in `last_error`: a later request at the new
+        version tries again (and fetches anew)."""
         try:
-            stores = open_index(self._index_dir)
+            directory = self._index_dir
+            if snapshot is not None and snapshot.kb_version > max(
+                self.version, kb_version(read_manifest(directory))
+            ):
+                directory = self._fetcher.fetch(snapshot)  # not shared with the updater: its own copy
+            stores = open_index(directory)
             version = kb_version(stores.manifest)
             built_with = stores.manifest.get("encoder", {}).get("name", "")
             if built_with != self._built_with:
@@ -227,8 +250,12 @@ class RerankerCore:
                 with self._lock:
                     self._retire_at[self.version] = time.monotonic() + KEEP_PREVIOUS_S
                     self._served[version] = (stores, reranker)
+                    self._directories[version] = directory
                     self.version = version
-                logger.info("reranker replica: serving knowledge-base version %d", version)
+                logger.info("reranker replica: serving knowledge-base version %d (%s)", version, directory.name)
+            with self._lock:
+                held = set(self._directories.values())
+            self._fetcher.sweep(held, self.version)  # copies of versions let go, and of failed fetches
             self.last_error = ""
         except Exception as exc:
             self.last_error = f"{type(exc).__name__}: {exc}"[:300]

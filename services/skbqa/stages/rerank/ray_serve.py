@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from skbqa.common.errors import BackendUnavailableError, InvalidInputError
+from skbqa.ingest.snapshot_fetch import SnapshotLocation
 from skbqa.models.openai_chat import LlmSettings
 from skbqa.query.context import Candidate, QueryContext
 from skbqa.query.structured import StructuredQuery
@@ -187,12 +188,14 @@ class RayServeReranker:
         *,
         abandon: threading.Event | None = None,
         kb_version: int | None = None,
+        snapshot: SnapshotLocation | None = None,
     ) -> RerankOutcome:
         """As `rerank`, but no usable reply raises `RayCallError` (its message: `rerank`'s note), for a caller
         with another way to rerank; `abandon` set (Ray found gone, `ray_fallback`) ends the wait at once.
         `kb_version`: the caller's knowledge-base version; a reply computed at another raises `RayVersionError`
-        (None: whatever version the replica serves)."""
-        request = RerankRequest.build(query, parsed, candidates, kb_version)
+        (None: whatever version the replica serves); `snapshot`: where that version was shipped, for a replica
+        that must fetch it."""
+        request = RerankRequest.build(query, parsed, candidates, kb_version, snapshot)
         timeout = self.wait_seconds(query.options)
         with query.stage("rerank_ray"):
             reply = self._call(request, timeout, abandon)

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from skbqa.ingest.snapshot_fetch import SnapshotLocation
 from skbqa.query.context import Candidate, QueryContext
 from skbqa.query.structured import StructuredQuery
 
@@ -38,6 +39,9 @@ class RerankRequest:
     parsed: StructuredQuery | None = None
     options: dict[str, Any] = field(default_factory=dict)
     kb_version: int | None = None  # the caller's knowledge-base version; None: the replica's
+    # where the caller's version was shipped (its replica fetched it there); None: the shared index directory. A
+    # replica without the version fetches it from there rather than wait for a directory it may not share.
+    snapshot: SnapshotLocation | None = None
 
     @classmethod
     def build(
@@ -46,9 +50,10 @@ class RerankRequest:
         parsed: StructuredQuery | None,
         candidates: Sequence[Candidate],
         kb_version: int | None = None,
+        snapshot: SnapshotLocation | None = None,
     ) -> RerankRequest:
         wire = [(c.position, c.score, c.source, dict(c.scores), dict(c.evidence)) for c in candidates]
-        return cls(query.question, wire, parsed, dict(query.options), kb_version)
+        return cls(query.question, wire, parsed, dict(query.options), kb_version, snapshot)
 
 
 @dataclass(frozen=True)
