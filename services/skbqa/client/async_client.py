@@ -114,7 +114,9 @@ class AsyncSkbqaClient:
             try:
                 while True:
                     yield ask_event(message, deadline.elapsed_ms())
-                    if resume.finished:
+                    if resume.finished:  # read the call to its end: interceptors see it finish, not cancelled
+                        while not _ended(await call.read()):
+                            pass
                         return
                     message = await next_fresh(call)
             except Exception as error:

@@ -120,7 +120,9 @@ class SkbqaClient:
             try:
                 while True:
                     yield ask_event(message, deadline.elapsed_ms())
-                    if resume.finished:
+                    if resume.finished:  # read the call to its end: interceptors see it finish, not cancelled
+                        for _ in call:
+                            pass
                         return
                     message = next((m for m in call if resume.fresh(m)), None)
                     if message is None:
