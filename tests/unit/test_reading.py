@@ -10,7 +10,9 @@ import pytest
 from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.query.context import Candidate, QueryContext
 from skbqa.query.structured import StructuredQuery
+from skbqa.skb.schema import Schema
 from skbqa.stages.parse.base import Reading
+from skbqa.stages.parse.relations import RelationChooser
 from skbqa.stages.ranking.step import blend
 from skbqa.strategies.af import AfStrategy
 
@@ -236,11 +238,40 @@ def test_a_type_word_after_an_existential_word_requires_such_a_neighbour(
     assert "e1" not in parse(biomed_sample_engine, "What is a disease associated with BRCA1?").symbols
 
 
-def test_a_hop_the_words_do_not_tell_apart_accepts_any_edge(biomed_sample_engine: EmbeddedEngine) -> None:
-    # three edges join diseases to phenotypes; "phenotypic features of" names the way, not which of them
+def test_a_hop_the_edge_names_tell_apart_takes_the_edge_whose_words_are_said(
+    biomed_sample_engine: EmbeddedEngine,
+) -> None:
+    # three edges join diseases to phenotypes; "phenotypic features of" leaves "clinical" and "mode of
+    # inheritance" unsaid, which the other two edges' names add
     parsed = parse(biomed_sample_engine, "phenotypic features of BRCA1-associated diseases")
     assert parsed.target_type == "phenotype"
-    assert edges(parsed) == {("c1", "gene_associated_with_disease", "m1"), ("m1", None, "y")}
+    assert edges(parsed) == {("c1", "gene_associated_with_disease", "m1"), ("m1", "disease_has_phenotype", "y")}
+
+
+class _ZeroEncoder:
+    """Every text the same vector: the options are scored by their words alone."""
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return np.zeros((len(texts), 4), np.float32)
+
+
+def test_a_hop_the_words_do_not_tell_apart_accepts_any_edge() -> None:
+    schema = Schema.from_dict(
+        {
+            "name": "s",
+            "node_types": [{"name": n} for n in ("gene", "disease", "trait")],
+            "edge_types": [
+                {"name": "gene_linked_to_disease", "source": "gene", "target": "disease"},
+                {"name": "disease_shows_trait", "source": "disease", "target": "trait"},
+                {"name": "disease_lists_trait", "source": "disease", "target": "trait"},
+            ],
+        }
+    )
+    chooser = RelationChooser(schema, _ZeroEncoder())  # type: ignore[arg-type]
+    options = chooser.options("gene", "trait", constant_is_subject=True)
+    best = chooser.rank(options, "traits of diseases linked to", np.zeros(4, np.float32))[0]
+    assert best.hops[0].edge.name == "gene_linked_to_disease"
+    assert not best.hops[0].any_edge and best.hops[1].any_edge  # the words name the way, not the last edge
 
 
 def test_a_name_beside_another_takes_its_type_when_it_has_it(biomed_sample_engine: EmbeddedEngine) -> None:
