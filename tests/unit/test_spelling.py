@@ -132,3 +132,9 @@ def test_a_long_misspelling_english_tables_know_is_still_respelt() -> None:
     names = speller("lens development in camera-type eye")
     assert names.respellings("developement") == ["development"]
     assert names.respellings("contains") == []  # a shorter English word stays itself
+
+
+def test_a_plural_english_does_not_know_reads_as_its_singular_first() -> None:
+    names = speller("fjeld", "fjelt", "loch", "locus")
+    assert names.readings("lochs")[0] == "loch"  # not "locus", one edit away too
+    assert names.readings("fjelds") == ["fjeld"]

@@ -163,8 +163,10 @@ class Speller:
         found = self._within(lowered, 1)
         if not found and len(lowered) >= TWO_EDIT_MIN_CHARS:
             found = self._within(lowered, 2)
-        # "derivationally" is "derivational" made an adverb, not a typo of it
-        return [w for w in found if not _derived_from(lowered, w)]
+        # "lochs": a plural English does not know is its singular (not "locus"); otherwise a word derived from a
+        # name word ("derivationally" from "derivational") is no typo of it
+        singular = [w for w in (lowered[:-1], lowered[:-2]) if lowered.endswith("s") and w in found][:1]
+        return singular + [w for w in found if not _derived_from(lowered, w) and w not in singular]
 
     def respellings(self, word: str, *, edits: bool = True) -> list[str]:
         """Other name words a known word may have been meant as: its variant spelling ("tumour" beside "tumor"),
