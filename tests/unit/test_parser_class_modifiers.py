@@ -67,6 +67,14 @@ NODES = [
     {"id": 41, "type": "adjective_sense", "name": "Portuguese", "text": "of or relating to the republic"},
     {"id": 28, "type": "noun_sense", "name": "winter", "text": "the coldest season of the year"},
     {"id": 29, "type": "noun_sense", "name": "rice noodle", "text": "a strip of dough made from rice flour"},
+    {"id": 50, "type": "noun_sense", "name": "tool", "text": "an implement used to do work"},
+    {"id": 51, "type": "noun_sense", "name": "hand tool", "text": "a tool worked by hand, without a motor"},
+    {"id": 52, "type": "noun_sense", "name": "hand", "text": "the end of the arm below the wrist"},
+    {"id": 53, "type": "noun_sense", "name": "mallet", "text": "a hammer with a large wooden head"},
+    {"id": 54, "type": "noun_sense", "name": "chisel", "text": "an edge tool with a flat steel blade"},
+    {"id": 55, "type": "noun_sense", "name": "drill press", "text": "a power drill on a stand"},
+    {"id": 56, "type": "noun_sense", "name": "fjeld", "text": "a high rocky plateau above the tree line"},
+    {"id": 57, "type": "noun_sense", "name": "Hardangervidda", "text": "a wide mountain plateau in the south"},
 ]
 EDGES = [
     {"src": 4, "type": "instance_of", "dst": 1},
@@ -84,6 +92,11 @@ EDGES = [
     {"src": 24, "type": "kind_of", "dst": 21},
     {"src": 26, "type": "kind_of", "dst": 25},
     {"src": 29, "type": "kind_of", "dst": 22},
+    {"src": 51, "type": "kind_of", "dst": 50},
+    {"src": 55, "type": "kind_of", "dst": 50},
+    {"src": 53, "type": "kind_of", "dst": 51},
+    {"src": 54, "type": "kind_of", "dst": 51},
+    {"src": 57, "type": "instance_of", "dst": 56},
 ]
 
 
@@ -154,3 +167,14 @@ def test_an_afterthought_tells_which_sense_of_the_class(engine: EmbeddedEngine) 
     parsed = parse(engine, "which noodles are there (the strip of dough)")
     classes = [parsed.symbols[t.tail] for t in parsed.triplets if t.head == parsed.target]
     assert [(c.names, c.sense) for c in classes] == [(("noodle",), ("dough", "strip"))]
+
+
+def test_a_name_and_the_class_that_together_name_a_class(engine: EmbeddedEngine) -> None:
+    parsed = parse(engine, "which hand tools are there")
+    classes = {parsed.symbols[t.tail].names for t in parsed.triplets if t.head == parsed.target}
+    assert classes == {("hand tool",)}
+    assert _top(engine, "which hand tools are there", 2) == {53, 54}
+
+
+def test_a_plural_english_does_not_know_names_its_singular_class(engine: EmbeddedEngine) -> None:
+    assert _top(engine, "what fjelds are there", 1) == {57}

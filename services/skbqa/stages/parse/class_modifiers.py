@@ -1,6 +1,7 @@
 """A name right before the answer's head class: "*Italian* cities", "*pasta* dishes", "*Greek* islands". The name
 sits inside the answer's noun phrase, so no words of the question say how it relates to the answer; the graph
-says it, in one of two ways:
+says it, in one of three ways:
+- the two words name a class of their own ("star signs", "ballroom dances"): that class;
 - the name is itself one of the class's kinds or instances ("pasta" is a kind of "dish"): the class is the name, in
   the sense the head noun gives it, and the answers are its kinds or instances (kinds of the pasta dish);
 - else the answers are the class's members that the name's nodes reach in one or two steps over any edges, either
@@ -64,6 +65,16 @@ def read_modifier(
     members = members[types[members] == answer_type]
     own = [t for t in parsed.triplets if modifier not in (t.head, t.tail)]
     class_words = parsed.symbols[class_symbol].names[0]
+    compound = f"{symbol.names[0]} {class_words}"
+    joined = lexicon.positions(compound, original=compound)
+    joined = joined[types[joined] == answer_type]
+    if joined.size and int(graph.degree(joined, None, "in").sum()):
+        # "star signs", "ballroom dances": the two words name a class of their own
+        parsed.triplets[:] = own
+        del parsed.symbols[modifier]
+        parsed.symbols[class_symbol] = replace(parsed.symbols[class_symbol], names=(compound,), sense=())
+        warnings.append(f"the answer is one of the kinds or instances of {compound!r}")
+        return True
     if np.intersect1d(named, members).size:
         # "pasta dishes": the pasta that is a dish; its kinds answer
         parsed.triplets[:] = [t for t in own if class_symbol not in (t.head, t.tail)]

@@ -83,8 +83,8 @@ class ConstantSpotter:
         self._speller.warm()
 
     def knows_word(self, word: str) -> bool:
-        """Whether the word (lower case) is a word of some node's name."""
-        return self._speller.knows(word)
+        """Whether the word (lower case) is a word of some node's name, or its plural ("warships")."""
+        return any(self._speller.knows(w) for w in (word, word[:-1] if word.endswith("s") else word))
 
     def name_spans(self, text: QuestionText) -> list[tuple[int, int]]:
         """Where names of nodes stand, before anything is claimed (longest match, left to right): a type word
