@@ -39,6 +39,7 @@ from skbqa.stages.parse.cue_reader import CueReader
 from skbqa.stages.parse.cues import claim_text_cues
 from skbqa.stages.parse.existence import add_existence_triplets
 from skbqa.stages.parse.head_class import add_head_class, claim_relation_head
+from skbqa.stages.parse.kind_requests import type_of_kinds_asked
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.reached_types import ReachedTypes
 from skbqa.stages.parse.relations import RelationChooser
@@ -58,8 +59,6 @@ TYPE_CERTAINTY = {"word": 1.0, "synonym": 0.9, "relation": 0.85, "meaning": 0.75
 # Ways of finding the target type a stronger later signal may overrule (an attribute one type has, "kinds of X").
 WEAK_TYPE_SOURCES = frozenset({"meaning", "guess", "none"})
 UNSUPPORTED_GUESS_CERTAINTY = 0.45
-# Nouns that ask for narrower nodes of what follows them ("kinds of X"): English, not any one schema's.
-KIND_NOUNS = frozenset({"kind", "type", "sort", "form", "variety", "subtype", "subclass", "category", "example"})
 FUZZY_LINK_CERTAINTY = 0.7
 NO_CONSTANT_CERTAINTY = 0.5
 # (question, node type, whether values without their attribute's name count) → constraints
@@ -186,8 +185,8 @@ class EncoderParser:
             constants = drop_anaphors(text, narrowed)
         if type_source in ("word", "synonym") and target_type is not None:
             constants = self._drop_answer_qualifiers(text, constants, target_type, warnings)
-        if type_source in WEAK_TYPE_SOURCES and reading.head_noun:
-            kind = self._kind_of_constant(text, constants)
+        if reading.head_noun:
+            kind = type_of_kinds_asked(text, constants, self._stores.nodes, type_source, WEAK_TYPE_SOURCES)
             if kind is not None and kind != target_type:
                 warnings.append(f"target type {kind!r}: the question asks for kinds of a named {kind}")
                 target_type, type_source = kind, "synonym"
@@ -370,17 +369,6 @@ class EncoderParser:
         parsed.triplets[hops[0]] = replace(parsed.triplets[hops[0]], min_hops=depth, max_hops=depth)
         warnings.append(f"the hierarchy hop spans {depth} levels")
         return [w for w in leftover if w.lower() not in TWO_LEVEL_WORDS | {"levels", "level", "two", "below"}]
-
-    def _kind_of_constant(self, text: QuestionText, constants: list[Constant]) -> str | None:
-        """ "What kinds of X …", "which forms of X …": the answer is of X's type (its narrower nodes)."""
-        for constant in constants:
-            before = [
-                w for w in text.words(max(0, constant.start - 4), constant.start) if w not in ("the", "a", "an")
-            ]
-            if len(before) >= 2 and before[-1] == "of" and noun_lemma(before[-2]) in KIND_NOUNS:
-                codes = self._stores.nodes.types[constant.positions[:1]]
-                return self._schema.node_types[int(codes[0])].name if codes.size else None
-        return None
 
 
 _TYPE_WORD_PAIR = re.compile(r"(?<![\w-])([A-Za-z]+)(?:\s+(?:or|and)\s+|\s*/\s*)([A-Za-z]+)(?![\w-])")
