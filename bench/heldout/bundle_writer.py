@@ -18,6 +18,21 @@ import sys
 from collections.abc import Callable, Iterable
 
 
+def expand_schema(spec: dict) -> dict:
+    """The bundle's schema from a builder's compact one: each edge type given as (name, [(source, target), ...],
+    description) becomes one entry per signature."""
+    return {
+        "name": spec["name"],
+        "description": spec["description"],
+        "node_types": spec["node_types"],
+        "edge_types": [
+            {"name": n, "source": s, "target": t, "description": d}
+            for n, pairs, d in spec["edge_types"]
+            for s, t in pairs
+        ],
+    }
+
+
 def write_bundle(out_dir: str, schema: dict, nodes: list[dict], edges: Iterable[tuple[int, str, int]]) -> None:
     """schema.json, nodes.jsonl.gz and edges.jsonl.gz (edges as (src, type, dst), sorted)."""
     os.makedirs(out_dir, exist_ok=True)

@@ -578,16 +578,7 @@ def build(xml_path: str, out_dir: str) -> dict:
                 sents.append(f"It is used in {join_names(terr[:20])}{' and others' if len(terr) > 20 else ''}.")
         nd["text"] = " ".join(sents)
 
-    schema = {
-        "name": SCHEMA["name"],
-        "description": SCHEMA["description"],
-        "node_types": SCHEMA["node_types"],
-        "edge_types": [
-            {"name": n, "source": s, "target": t, "description": d}
-            for n, pairs, d in SCHEMA["edge_types"]
-            for s, t in pairs
-        ],
-    }
+    schema = bundle_writer.expand_schema(SCHEMA)
     bundle_writer.write_bundle(out_dir, schema, nodes, edges)
     stats = {
         "source": os.path.basename(xml_path),

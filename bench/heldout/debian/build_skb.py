@@ -852,16 +852,7 @@ def build(lists_dir: str, out_dir: str, max_packages: int | None, seed: str) -> 
         edges.add((key2id[("source_package", s)], "maintained_by", key2id[("maintainer", mname)]))
 
     # ---------------- write
-    schema = {
-        "name": SCHEMA["name"],
-        "description": SCHEMA["description"],
-        "node_types": SCHEMA["node_types"],
-        "edge_types": [
-            {"name": n, "source": s, "target": t, "description": d}
-            for n, pairs, d in SCHEMA["edge_types"]
-            for s, t in pairs
-        ],
-    }
+    schema = bundle_writer.expand_schema(SCHEMA)
     bundle_writer.write_bundle(out_dir, schema, nodes, edges)
     stats = {
         "lists": [os.path.basename(x) for x in files],
