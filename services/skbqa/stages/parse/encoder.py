@@ -40,6 +40,7 @@ from skbqa.stages.parse.cues import claim_text_cues
 from skbqa.stages.parse.existence import add_existence_triplets
 from skbqa.stages.parse.head_class import add_head_class, claim_relation_head
 from skbqa.stages.parse.kind_requests import type_of_kinds_asked
+from skbqa.stages.parse.quantity_nouns import QuantityNouns
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.reached_types import ReachedTypes
 from skbqa.stages.parse.relations import RelationChooser
@@ -75,6 +76,7 @@ class EncoderParser:
         *,
         attribute_spotter: AttributeSpotter | None = None,
         guess_target_type: TargetTypeGuesser | None = None,
+        quantities: QuantityNouns | None = None,
         fuzzy_min_cosine: float = FUZZY_MIN_COSINE,
     ) -> None:
         self._stores = stores
@@ -86,6 +88,7 @@ class EncoderParser:
         self._types = TypeVocabulary(self._schema, synonyms.words_of_one_type())
         self._usage: TypeWordUsage | None = None
         self._spot_attributes = attribute_spotter
+        self._quantities = quantities
         self._chooser: RelationChooser | None = None
         self._lock = threading.Lock()
         self._constants = ConstantSpotter(stores, lexicon, self._types, fuzzy_min_cosine=fuzzy_min_cosine)
@@ -174,9 +177,7 @@ class EncoderParser:
                 if attributed is not None and attributed != target_type:
                     warnings.append(f"target type {attributed!r}: only its nodes have the attribute asked about")
                     target_type, type_source = attributed, "synonym"
-            constraints = (
-                self._spot_attributes(text, target_type, True) if self._spot_attributes and target_type else []
-            )
+            constraints = self._attributes(text, target_type, query.encoder)
         with query.stage("parse.constants"):
             self._claim_knowledge_base_context(text, warnings)
             constants = self._constants.exact(text, typos=reading.typos)
@@ -200,7 +201,7 @@ class EncoderParser:
         said = claim_relation_head(text, self._stores, warnings) if type_source == "synonym" else None
         if said is not None and said != target_type:
             target_type = said
-            constraints = self._spot_attributes(text, said, True) if self._spot_attributes else []
+            constraints = self._attributes(text, said, query.encoder)
         with query.stage("parse.relations"):
             parsed = self._assembler.assemble(query, text, target_type, constants, warnings, chains=reading.chains)
         parsed.constraints.extend(constraints)
@@ -256,6 +257,14 @@ class EncoderParser:
         unexplained = [i for i in unexplained if text.tokens[i].lower[:5] not in self._constants.relation_stems]
         explained = 1.0 - len(unexplained) / len(content) if content else 0.0
         return round(type_factor * link * (0.6 + 0.4 * max(0.0, explained)), 4)
+
+    def _attributes(
+        self, text: QuestionText, node_type: str | None, encoder: Encoder
+    ) -> list[AttributeConstraint]:
+        found = self._spot_attributes(text, node_type, True) if self._spot_attributes and node_type else []
+        if self._quantities is not None and node_type:  # after the named ones: "a population under 1 million"
+            found += self._quantities(text, node_type, encoder, found)
+        return found
 
     def _is_name(self, quoted: str) -> bool:
         return bool(self._lexicon().positions(quoted, original=quoted).size)

@@ -15,6 +15,7 @@ from skbqa.query.structured import StructuredQuery, parse_summary
 from skbqa.stages.config import AfConfig
 from skbqa.stages.parse.attribute_mentions import AttributeSpotter
 from skbqa.stages.parse.base import Parser, Reading
+from skbqa.stages.parse.quantity_nouns import QuantityNouns
 from skbqa.stores.index import IndexStores
 from skbqa.stores.lookups import Lookups
 
@@ -40,6 +41,7 @@ class ParseStep:
             stores,
             lookups.lexicon,
             attribute_spotter=lambda text, node_type, bare: self.spotter()(text, node_type, bare=bare),
+            quantities=QuantityNouns(lookups.catalog, stores.nodes.schema),
             guess_target_type=self.guess_target_type,
         )
         self.parsers: dict[str, Parser] = {"encoder": parser or self.encoder_parser}
