@@ -10,13 +10,14 @@ import pytest
 
 from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.skb.schema import EdgeType, Schema
-from skbqa.stages.parse.assemble import _longer_or_better, _with_head_nouns
+from skbqa.stages.parse.assemble import _longer_or_better
 from skbqa.stages.parse.modifier_words import compared
 from skbqa.stages.parse.question_text import QuestionText
 from skbqa.stages.parse.relation_verbs import relates, stated_stems, states_a_relation
 from skbqa.stages.parse.relations import Hop, RelationOption
 from skbqa.stages.parse.type_mentions import TypeMention, on_the_way
 from skbqa.stages.parse.type_synonyms import same_root
+from skbqa.stages.parse.way_nodes import with_head_nouns
 from tests.helpers import engine_over
 from tests.unit.test_encoder_parser import edges, parse
 from tests.unit.test_parser_compounds_and_text_fields import EDGES, NODES
@@ -76,9 +77,9 @@ def test_the_schemas_word_after_a_type_word_is_the_unnamed_node(engine: Embedded
     """ "a noun *sense* that …": the type word and the noun it modifies are one mention, though a node is named
     "sense"; "a noun *sense* of X" is not qualified by what follows and stays as it is."""
     text = QuestionText.of("kinds of a noun sense that is a broader category of lookout")
-    assert _with_head_nouns(text, [TypeMention("noun_item", 3, 4)]) == [TypeMention("noun_item", 3, 5)]
+    assert with_head_nouns(text, [TypeMention("noun_item", 3, 4)]) == [TypeMention("noun_item", 3, 5)]
     text = QuestionText.of("kinds of a noun sense of lookout")
-    assert _with_head_nouns(text, [TypeMention("noun_item", 3, 4)]) == [TypeMention("noun_item", 3, 4)]
+    assert with_head_nouns(text, [TypeMention("noun_item", 3, 4)]) == [TypeMention("noun_item", 3, 4)]
     parsed = parse(
         engine, "list the other noun senses that are kinds of a noun sense that is a broader category of lookout"
     )

@@ -16,14 +16,19 @@ import numpy as np
 from skbqa.query.context import QueryContext
 from skbqa.query.encoder import Encoder
 from skbqa.query.structured import AttributeConstraint, StructuredQuery, Symbol
-from skbqa.stages.parse.chain_words import RELATIVE_PRONOUNS, chain_phrases, content_words, says_kinds
+from skbqa.stages.parse.chain_words import (
+    chain_phrases,
+    content_words,
+    restates_the_answer,
+    says_kinds,
+)
 from skbqa.stages.parse.chains import ChainReader
 from skbqa.stages.parse.clause_roles import COORDINATION, PLACEHOLDERS, RELATION_WORDS, ClauseRoles
 from skbqa.stages.parse.constants import Constant
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.relations import RelationChooser, RelationOption, stems
-from skbqa.stages.parse.spelling import reads_as_participle
-from skbqa.stages.parse.type_mentions import TypeMention, TypeVocabulary, noun_lemma
+from skbqa.stages.parse.type_mentions import TypeMention, TypeVocabulary
+from skbqa.stages.parse.way_nodes import unnamed_noun, with_head_nouns
 from skbqa.stores.index import IndexStores
 
 TARGET = "y"
@@ -85,11 +90,11 @@ class QueryAssembler:
             return parsed
         chooser = self._relations(query.encoder)
         reader = self._chains(query.encoder)
-        hints = _with_head_nouns(text, self._types.mentions(text))
+        hints = with_head_nouns(text, self._types.mentions(text))
         placeholders = [
             TypeMention(node_type.name, i, i + 1)
             for i, token in enumerate(text.tokens)
-            if (token.lower in PLACEHOLDERS or _unnamed_noun(text, i, hints))
+            if (token.lower in PLACEHOLDERS or unnamed_noun(text, i, hints))
             and text.claimed[i] is None
             # "*anything* that conflicts with X", "is there *stuff* …": opening the question, it is the answer
             and not all(w in FUNCTION_WORDS or is_discourse_word(w) for w in text.words(0, i))
@@ -138,6 +143,9 @@ class QueryAssembler:
                         and m.end <= constant.start
                         and not self._roles.typed_by(text, m, constant)
                         and not any(other.end == m.start for other in constants)  # "the games *section* that …"
+                        and not restates_the_answer(
+                            text.words(max(0, m.start - 2), m.start), m.type_name == target_type
+                        )
                     ),
                     key=lambda m: m.start,
                 )
@@ -340,7 +348,6 @@ def _longer_or_better(
 
 
 ALSO_WORDS = frozenset({"also", "too"})
-UNNAMED_INTRODUCERS = frozenset({"any", "some", "a", "an"})  # "… enhancing *any* binary built from X"
 # Pronouns that stand for a node named earlier ("X: what depends on *it*?", "X genes - where do *their* products …")
 REFERRING_PRONOUNS = frozenset({"it", "its", "them", "their", "this", "they"})
 
@@ -361,38 +368,3 @@ def _types_in_order(positions: np.ndarray, node_types: np.ndarray) -> list[int]:
     codes = node_types[positions]
     _, first = np.unique(codes, return_index=True)
     return [int(codes[i]) for i in sorted(first)]
-
-
-def _with_head_nouns(text: QuestionText, mentions: list[TypeMention]) -> list[TypeMention]:
-    """ "a *noun sense* that …", "an *adjective term* which …": a type word before a free noun that what follows
-    qualifies only modifies it; the node the noun stands for is of that type, and the noun is no word of a clause."""
-    out: list[TypeMention] = []
-    for k, mention in enumerate(mentions):
-        i = mention.end
-        if (
-            i + 1 < len(text)
-            and text.claimed[i] is None
-            and not text.boundary_before(i)
-            and not text.boundary_before(i + 1)
-            and not any(m.start == i for m in mentions[k + 1 :])
-            and noun_lemma(text.tokens[i].lower) is not None
-            and _qualified(text.tokens[i + 1].lower)
-        ):
-            mention = replace(mention, end=i + 1)
-        out.append(mention)
-    return out
-
-
-def _qualified(following: str) -> bool:
-    return reads_as_participle(following) or following in RELATIVE_PRONOUNS
-
-
-def _unnamed_noun(text: QuestionText, i: int, hints: Sequence[TypeMention]) -> bool:
-    """ "packages enhancing *any binary* built from X": a noun that is no type word, introduced as one of a kind and
-    qualified by what follows, stands for an unnamed node, of whichever type the chain fits best."""
-    if i == 0 or i + 1 >= len(text) or text.boundary_before(i + 1) or any(m.start <= i < m.end for m in hints):
-        return False
-    word, following = text.tokens[i].lower, text.tokens[i + 1].lower
-    return (
-        text.tokens[i - 1].lower in UNNAMED_INTRODUCERS and noun_lemma(word) is not None and _qualified(following)
-    )

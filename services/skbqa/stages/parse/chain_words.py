@@ -230,3 +230,9 @@ def copula_of_the_answer(left: Sequence[str], same_type: bool) -> bool:
         return True
     asked = [w for w in content_words(left[:start]) if not is_discourse_word(w)]
     return bool(asked) or not same_type
+
+
+def restates_the_answer(before: Sequence[str], same_type: bool) -> bool:
+    """Whether a type word of the answer's own type after these words says again what the answer is ("adverbs
+    *that are* adverbs formed from X"): a relative pronoun and a form of "be" before it. It is no node on the way."""
+    return same_type and len(before) >= 2 and before[-2] in RELATIVE_PRONOUNS and before[-1] in _BE

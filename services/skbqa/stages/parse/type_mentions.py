@@ -11,6 +11,7 @@ after a preposition ("… associated with a *disease* that …"), whatever the w
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -110,7 +111,7 @@ class TypeMention:
 
 def head_word_forms(schema: Schema) -> list[tuple[tuple[str, ...], str]]:
     """The last word of a multi-word type name on its own ("a *process* that …" for biological_process), for the
-    types whose last word no other type shares."""
+    types whose last word no other type shares; and the first words of `prefix_types`."""
     heads: dict[str, list[str]] = {}
     for node_type in schema.node_types:
         words = node_type.name.replace("_", " ").replace("-", " ").replace("/", " ").lower().split()
@@ -120,6 +121,22 @@ def head_word_forms(schema: Schema) -> list[tuple[tuple[str, ...], str]]:
         words = node_type.name.replace("_", " ").replace("-", " ").lower().split()
         if len(words) > 1 and "/" not in node_type.name and len(heads.get(words[-1], [])) == 1:
             found += [((form,), node_type.name) for form in noun_forms(words[-1])]
+    prefixed = prefix_types(schema)
+    return found + [((form,), name) for name, first in prefixed.items() for form in noun_forms(first)]
+
+
+def prefix_types(schema: Schema) -> dict[str, str]:
+    """Types named by a word and a suffix several types share and none is named by alone ("adjective_concept",
+    "verb_concept"), by their first word, when no other type's name has it: the first word tells the type
+    ("*adjectives* similar to X")."""
+    names = [n.name.replace("_", " ").replace("-", " ").lower().split() for n in schema.node_types]
+    whole = {" ".join(words) for words in names}
+    found: dict[str, str] = {}
+    for node_type, words in zip(schema.node_types, names, strict=True):
+        if len(words) != 2 or "/" in node_type.name or words[-1] in whole:
+            continue
+        if sum(words[-1] == other[-1] for other in names) > 1 and sum(words[0] in other for other in names) == 1:
+            found[node_type.name] = words[0]
     return found
 
 
@@ -139,6 +156,14 @@ class TypeVocabulary:
             whole + heads, key=lambda item: len(item[0]), reverse=True
         )
         self._form_set = {form for form, _ in self._forms}
+        # "*noun senses*", "*adjective concepts*": a word of the type's own description after a one-word form of it
+        # belongs to the mention (the type's noun), not to the question's other words
+        prefixed = prefix_types(schema)
+        self._own_words = {
+            t.name: set(re.findall(r"[a-z]+", t.description.lower())) - FUNCTION_WORDS
+            for t in schema.node_types
+            if t.name in prefixed
+        }
         self._introduced = {
             word: name for word, name in (introduced_words or {}).items() if (word,) not in self._form_set
         }
@@ -187,12 +212,19 @@ class TypeVocabulary:
                 introduced = self._introduced.get(words[i]) if i > 0 and words[i - 1] in INTRODUCERS else None
                 if hit is None and introduced is not None and text.free(i, i + 1):
                     hit = TypeMention(introduced, i, i + 1)
+            if hit and hit.end - hit.start == 1 and self._owns_next(text, words, hit):
+                hit = TypeMention(hit.type_name, hit.start, hit.end + 1)
             if hit:
                 found.append(hit)
                 i = hit.end
             else:
                 i += 1
         return found
+
+    def _owns_next(self, text: QuestionText, words: list[str], hit: TypeMention) -> bool:
+        if hit.end >= len(words) or not text.free(hit.end, hit.end + 1) or (words[hit.end],) in self._form_set:
+            return False
+        return (noun_lemma(words[hit.end]) or words[hit.end]) in self._own_words.get(hit.type_name, set())
 
 
 def choose_target(
@@ -206,6 +238,10 @@ def choose_target(
             for s, e in name_spans
         ):
             continue  # a word of a constant's name ("Gaucher disease"), not a type word
+        if after_preposition(_words_before(text, mention.start, 3)) and any(
+            start == mention.end for start, _ in name_spans
+        ):
+            continue  # "related to the *adjective* X": it types X, the preposition's object, not the answer
         score = target_score(text, mention, name_spans) - 0.1 * order
         if best is None or score > best[0]:
             best = (score, order)
