@@ -41,6 +41,12 @@ def print_explanation(result: Answer, out: Any = print) -> None:
     if "relaxed" in result.notes:
         dropped = " / ".join(repr(n) for n in result.notes["relaxed"]["dropped"])
         out(f"grounding: the graph has no answer with {dropped}; the answers above are read without it")
+    if "loosened" in result.notes:
+        edge = result.notes["loosened"]["edge"]
+        out(f"grounding: the graph has no answer through {edge!r}; the answers above allow any edge there")
+    if "widened" in result.notes:
+        names = " / ".join(repr(n) for n in result.notes["widened"]["constant"])
+        out(f"grounding: the answers link to what lies within {names}, not to it")
     if "refuted" in result.notes:
         out(f"ranking: {result.notes['refuted']}")
     if "blend" in result.notes:

@@ -49,6 +49,26 @@ def relaxations(parsed: StructuredQuery) -> list[tuple[str, StructuredQuery]]:
     return [(name, q) for name, q in readings if any(s.is_constant for s in q.symbols.values()) and q.triplets]
 
 
+def loosenings(parsed: StructuredQuery) -> list[tuple[str, StructuredQuery]]:
+    """(edge type, the parse with that one triplet's edge type left open), for each triplet between nodes of two
+    different types whose edge the words chose ("conditions that *feature* X": `has_clinical_feature`, where the
+    graph has the link as `has_phenotype`). Edges among one type's nodes keep theirs: there the edge is the
+    meaning ("a part of X" is not "a kind of X")."""
+    found: list[tuple[str, StructuredQuery]] = []
+    for k, triplet in enumerate(parsed.triplets):
+        head, tail = parsed.symbols.get(triplet.head), parsed.symbols.get(triplet.tail)
+        if triplet.edge is None or head is None or tail is None or None in (head.type, tail.type):
+            continue
+        if head.type == tail.type:
+            continue
+        triplets = [*parsed.triplets[:k], replace(triplet, edge=None), *parsed.triplets[k + 1 :]]
+        confidence = None if parsed.confidence is None else round(parsed.confidence * RELAXED_SHARE, 4)
+        warning = f"the graph has no answer through {triplet.edge!r}: read with any edge between its two types"
+        reading = replace(parsed, triplets=triplets, warnings=[*parsed.warnings, warning], confidence=confidence)
+        found.append((triplet.edge, reading))
+    return found
+
+
 def without(parsed: StructuredQuery, symbol: str) -> StructuredQuery:
     """The parse minus `symbol`, its triplets, and whatever they alone linked to the answer."""
     triplets = [t for t in parsed.triplets if symbol not in (t.head, t.tail)]

@@ -9,8 +9,9 @@ from skbqa.query.context import QueryContext
 from skbqa.query.grounded import ScopeResult
 from skbqa.query.structured import StructuredQuery
 from skbqa.stages.config import AfConfig
-from skbqa.stages.grounding.relax import name_likeness, relaxations
+from skbqa.stages.grounding.relax import loosenings, name_likeness, relaxations
 from skbqa.stages.grounding.scope import expand_scope
+from skbqa.stages.grounding.widen import hierarchies, widenings
 from skbqa.stores.index import IndexStores
 
 
@@ -18,6 +19,7 @@ class GroundStep:
     def __init__(self, stores: IndexStores, type_codes: dict[str, int]) -> None:
         self._stores = stores
         self._type_codes = type_codes
+        self._hierarchy = hierarchies(stores.nodes.schema)
 
     def run(
         self, query: QueryContext, parsed: StructuredQuery, ranked: dict[str, np.ndarray], config: AfConfig
@@ -25,7 +27,14 @@ class GroundStep:
         with query.stage("ground"):
             scope = self._expand(parsed, ranked, config)
             if config.relax and scope.grounded and not scope.candidates.size:
-                scope = self._relaxed(query, parsed, ranked, config) or scope
+                scope = (
+                    self._loosened(query, parsed, ranked, config)
+                    or self._widened(query, parsed, ranked, config, scope)
+                    or self._relaxed(query, parsed, ranked, config)
+                    or scope
+                )
+            elif config.relax and scope.grounded and _first_found(scope) > 1.0:
+                scope = self._widened(query, parsed, ranked, config, scope) or scope
             target_set = ranked.get(parsed.target)
             target = parsed.symbols.get(parsed.target)
             if not scope.grounded and target_set is not None and target is not None and target.is_constant:
@@ -55,6 +64,44 @@ class GroundStep:
             strict=config.strict,
         )
 
+    def _widened(
+        self,
+        query: QueryContext,
+        parsed: StructuredQuery,
+        ranked: dict[str, np.ndarray],
+        config: AfConfig,
+        found: ScopeResult,
+    ) -> ScopeResult | None:
+        """The parse's answers were not found at its names' best-matched nodes: the reading that reaches a name's
+        node through its type's hierarchy (widen.py), when that reading finds answers there."""
+        for name, reading in widenings(parsed, self._hierarchy):
+            scope = self._expand(reading, ranked, config)
+            if scope.grounded and scope.candidates.size and _first_found(scope) <= 1.0 < _first_found(found):
+                query.notes["widened"] = {"constant": list(parsed.symbols[name].names)}
+                scope.relaxed = reading
+                return scope
+        return None
+
+    def _loosened(
+        self, query: QueryContext, parsed: StructuredQuery, ranked: dict[str, np.ndarray], config: AfConfig
+    ) -> ScopeResult | None:
+        """Before any name is dropped: the reading with one chosen edge left open (relax.loosenings) that the
+        graph answers soonest (the smallest scope); the words may pick the wrong one of two edges joining the same
+        two types, and no name of the question is lost by trying the others."""
+        best: tuple[tuple[float, int], str, ScopeResult] | None = None
+        for order, (edge, reading) in enumerate(loosenings(parsed)):
+            scope = self._expand(reading, ranked, config)
+            if not (scope.grounded and scope.candidates.size):
+                continue
+            found_at = next((level for level, size in scope.iterations if size), 0.0)
+            if best is None or (found_at, order) < best[0]:
+                scope.relaxed = reading
+                best = ((found_at, order), edge, scope)
+        if best is None:
+            return None
+        query.notes["loosened"] = {"edge": best[1]}
+        return best[2]
+
     def _relaxed(
         self, query: QueryContext, parsed: StructuredQuery, ranked: dict[str, np.ndarray], config: AfConfig
     ) -> ScopeResult | None:
@@ -77,3 +124,8 @@ class GroundStep:
         query.notes["relaxed"] = {"dropped": list(parsed.symbols[dropped].names)}
         scope.relaxed = reading
         return scope
+
+
+def _first_found(scope: ScopeResult) -> float:
+    """The scope (l) at which the grounding first found an answer; infinite when it found none."""
+    return next((level for level, size in scope.iterations if size), float("inf"))
