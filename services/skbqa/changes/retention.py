@@ -76,6 +76,8 @@ def prune_versions(
     with contextlib.suppress(NotPublishedError):  # nothing published yet: nothing more to protect
         protected.add(latest_version(url, client=client))
     known = {} if known is None else known
+    for name in [name for name in known if name not in versions]:  # deleted since: forgotten, so it stays small
+        del known[name]
     for name, version in versions.items():
         if version.manifest_time is not None and name not in known:
             known[name] = _kb_version(client, url, name)

@@ -147,8 +147,9 @@ def pull_index(
             try:
                 s3.download_file(location.bucket, location.key("versions", wanted, relative), str(path))
             except Exception as exc:
-                # a version removed while it is fetched is not an outage: say so, so the caller fetches the newest
-                if _not_found(exc):
+                # a version removed while it is fetched is not an outage: say so, so the caller fetches the newest.
+                # Retention deletes a version's manifest first; a file missing beside its manifest is damage.
+                if _not_found(exc) and not _exists(s3, location, "versions", wanted, MANIFEST):
                     raise _gone(url, wanted, relative) from None
                 raise _unavailable("download from", url, exc) from None
             total += path.stat().st_size
@@ -192,6 +193,15 @@ def _get(s3: Any, location: Location, *parts: str) -> bytes:
     return body
 
 
+def _exists(s3: Any, location: Location, *parts: str) -> bool:
+    """Whether the object is there; True when that cannot be told (the store's error is then reported as is)."""
+    try:
+        s3.head_object(Bucket=location.bucket, Key=location.key(*parts))
+    except Exception as exc:
+        return not _not_found(exc)
+    return True
+
+
 def _safe(relative: object) -> bool:
     if not isinstance(relative, str) or not relative:
         return False
@@ -207,8 +217,8 @@ def _not_found(exc: Exception) -> bool:
 
 def _gone(url: str, version: str, relative: str) -> VersionGoneError:
     return VersionGoneError(
-        f"{clip(url)}: version {version} is no longer in the store ({relative} is gone: a newer version replaced "
-        "it and the updater's retention removed it); fetch the newest version"
+        f"{clip(url)}: version {version} is no longer in the store ({relative} is gone with its manifest: a newer "
+        "version replaced it and the updater's retention removed it); fetch the newest version"
     )
 
 
