@@ -9,6 +9,7 @@ deletes (before or during its fetch) gets a one-line `VersionGoneError` and its 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -138,6 +139,20 @@ def test_the_served_version_and_latests_are_never_deleted_even_when_older_than_t
     client.put_object(Bucket=BUCKET, Key="kb/LATEST", Body=f'{{"version": "{shipped[0]}"}}'.encode())
     pruned = prune_versions(client, URL, 1, protect=())
     assert _versions(client) == {shipped[0], shipped[2]} and pruned.deleted == ()
+
+
+def test_a_reingest_published_to_the_same_prefix_is_newer_than_every_fold_before_it(
+    index: Path, endpoint: str, tmp_path: Path
+) -> None:
+    """A re-ingest starts again at knowledge-base version 0: ordered by version alone, the old ingest's folds
+    would be kept and the new one's deleted."""
+    client = s3_client(endpoint)
+    _, old, _ = _ship(index, client, 3, keep=10)
+    time.sleep(1.1)  # manifests carry the ingest's time in whole seconds
+    again = tmp_path / "reingest" / "index"
+    ingest(write_bundle(tmp_path / "bundle-again"), again, HashingEncoder(), progress=False)
+    _, new, _ = _ship(again, client, 1, keep=3)
+    assert _versions(client) == {*new, old[-1]}  # the newest of the old ingest is the third kept
 
 
 @pytest.mark.parametrize("keep", [0, -1, 2.5, True])

@@ -4,9 +4,11 @@ the older ones after each ship (changes/shipping.py), so the store does not grow
 What is never deleted: the versions named in `protect` (the one served and the one just shipped), the one LATEST
 names (what a starting pod pulls), and anything that is not a version of this prefix: only keys of the form
 `PREFIX/versions/<16 hex digits>/...` are ever listed for deletion, so LATEST, other prefixes of the bucket and
-foreign keys under `versions/` stay. Versions are ordered by the knowledge-base version their manifest names (read
-once per version and remembered: a version's id is its manifest's hash, so it never changes), not by the store's
-LastModified, which S3 and moto give to the second: folds a second apart would tie.
+foreign keys under `versions/` stay. Versions are ordered by what their manifest says (read once per version and
+remembered: a version's id is its manifest's hash, so it never changes): the ingest they descend from (a re-ingest
+published to the same prefix starts again at knowledge-base version 0, and is newer than every fold of the one
+before), then the knowledge-base version; not by the store's LastModified, which S3 and moto give to the second,
+so folds a second apart would tie.
 
 A version is deleted manifest first, all manifests in the first request: from then on a replica that starts to
 fetch it is told at once that it is gone (`VersionGoneError`), and one already fetching it fails on its next
@@ -64,11 +66,11 @@ class Pruned:
 
 
 def prune_versions(
-    client: Any, url: str, keep: int, protect: Iterable[str] = (), known: dict[str, int] | None = None
+    client: Any, url: str, keep: int, protect: Iterable[str] = (), known: dict[str, tuple[int, int]] | None = None
 ) -> Pruned:
     """Delete the versions under `url` older than the newest `keep` (see the module's docstring for what is
     kept); raises BackendUnavailableError when the store cannot be listed or a delete is refused. `known`: the
-    knowledge-base version of each version id read so far, filled in here (the caller keeps it between calls)."""
+    order (`_order`) of each version id read so far, filled in here (the caller keeps it between calls)."""
     keep = checked_keep(keep)
     location = Location.parse(url)
     versions = _list_versions(client, location)
@@ -80,7 +82,7 @@ def prune_versions(
         del known[name]
     for name, version in versions.items():
         if version.manifest_time is not None and name not in known:
-            known[name] = _kb_version(client, url, name)
+            known[name] = _order(client, url, name)
     complete = sorted(
         (item for item in versions.items() if item[1].manifest_time is not None),
         key=lambda item: (known[item[0]], item[1].manifest_time or 0.0),
@@ -113,16 +115,20 @@ def prune_versions(
     return pruned
 
 
-def _kb_version(client: Any, url: str, name: str) -> int:
-    """The knowledge-base version a shipped manifest names; -1 (the oldest) for one that cannot be read."""
+def _order(client: Any, url: str, name: str) -> tuple[int, int]:
+    """(when the ingest it descends from ran, its knowledge-base version), from a shipped manifest (a fold carries
+    `ingested_unix` over; a fresh ingest has only `created_unix`); (-1, -1), the oldest, for one unreadable."""
     try:
-        manifest = json.loads(read_object(url, ("versions", name, MANIFEST), client=client))
-        return kb_version(manifest) if isinstance(manifest, dict) else -1
+        manifest: Any = json.loads(read_object(url, ("versions", name, MANIFEST), client=client))
+        if not isinstance(manifest, dict):
+            raise ValueError("not an object")
+        ingested: Any = manifest.get("ingested_unix", manifest.get("created_unix")) or 0
+        return int(ingested), kb_version(manifest)
     except NotPublishedError:  # deleted since the listing
-        return -1
-    except ValueError:
+        return -1, -1
+    except (ValueError, TypeError):
         logger.warning("snapshot retention: the manifest of %s at %s is unreadable; it sorts oldest", name, url)
-        return -1
+        return -1, -1
     except Exception as exc:
         raise _unavailable(Location.parse(url), exc) from None
 

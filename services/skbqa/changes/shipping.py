@@ -38,7 +38,7 @@ class SnapshotShipper:
         self.url = url
         self.keep = checked_keep(keep)
         self.last_pruned: Pruned | None = None
-        self._known: dict[str, int] = {}  # version id → its knowledge-base version (manifests never change)
+        self._known: dict[str, tuple[int, int]] = {}  # version id → its order (manifests never change)
         self._endpoint_url = endpoint_url
         self._client = client
         self._pushed: SnapshotLocation | None = None
