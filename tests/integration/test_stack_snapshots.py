@@ -26,6 +26,7 @@ from skbqa.client import SkbqaClient
 from skbqa.devstack.processes import alive
 from skbqa.devstack.stack import LocalStack, StackOptions
 from skbqa.devstack.stack_snapshots import S3_PROCESS
+from skbqa.ingest.snapshot_fetch import OWNER_LOCK
 from skbqa.stores.index import read_manifest
 from tests.integration.live_changes import NEW_ID, NEW_NAME, apply_when_ready, disease
 
@@ -65,6 +66,16 @@ def _ack_to_visible(client: SkbqaClient, first_id: int) -> list[float]:
     return seconds
 
 
+def _shipped_versions(data: Path) -> set[str]:
+    """The version ids under kb/versions/ in the own S3 server's directory (each object a file whose first line
+    is a JSON header naming its key: devstack/s3_files.py)."""
+    keys = []
+    for path in data.glob("*/*.obj"):
+        with open(path, "rb") as handle:
+            keys.append(json.loads(handle.readline())["key"])
+    return {key.split("/")[2] for key in keys if key.startswith("kb/versions/")}
+
+
 def test_stack_up_with_snapshots_ships_and_every_stage_fetches(biomed_sample_engine, tmp_path, capsys) -> None:
     with stack_over_a_copy(biomed_sample_engine.stores.directory, tmp_path / "shipped", snapshots="own") as stack:
         updater_index = stack.options.index
@@ -88,8 +99,13 @@ def test_stack_up_with_snapshots_ships_and_every_stage_fetches(biomed_sample_eng
             if name.startswith("gateway"):
                 continue
             assert kb_version(read_manifest(directory)) == 0, name  # its own directory never changed
-            copies = sorted(p.name for p in (directory.parent / "index.versions").iterdir())
+            copies = sorted(
+                p.name for p in (directory.parent / "index.versions").iterdir() if p.name != OWNER_LOCK
+            )
             assert copies and copies[-1].startswith(f"v{1 + BATCHES}-"), (name, copies)  # fetched beside it
+        # the store kept the newest 3 of the 8 versions shipped (retention's default), the served one among them
+        shipped = _shipped_versions(stack.directory / "snapshots-data")
+        assert len(shipped) == 3 and copies[-1].split("-", 1)[1] in shipped, shipped
 
         args = argparse.Namespace(action="status", dir=stack.directory, name=None)
         assert run_stack(args) == 0

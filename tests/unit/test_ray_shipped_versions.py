@@ -23,7 +23,6 @@ from skbqa.stages.rerank.ray_fallback import RayOrInProcess
 from skbqa.stages.rerank.ray_serve import RayRerankerSettings, RayServeReranker, RerankerCore
 from skbqa.stores.index import kb_version, open_index, read_manifest
 from tests.helpers import HashingEncoder
-from tests.integration.moto_s3 import CREDENTIALS
 from tests.unit.test_ray_versions import (
     QUESTION,
     InProcessHandle,
@@ -34,7 +33,7 @@ from tests.unit.test_ray_versions import (
     _wait_until,
     index,  # noqa: F401 (a fixture)
 )
-from tests.unit.test_s3_files import _serve
+from tests.unit.test_s3_files import own_s3
 
 URL = "s3://tansu/kb"
 
@@ -42,10 +41,7 @@ URL = "s3://tansu/kb"
 @pytest.fixture
 def endpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The S3 server's URL, serving bucket "tansu" (test_s3_files' server), with the credentials boto3 needs."""
-    for name, value in CREDENTIALS.items():
-        monkeypatch.setenv(name, value)
-    for bucket_url in _serve(tmp_path / "objects"):
-        yield bucket_url.rsplit("/", 1)[0]
+    yield from own_s3(tmp_path / "objects", monkeypatch)
 
 
 def _ship_a_new_version(updater_index: Path, endpoint: str) -> SnapshotLocation:

@@ -37,6 +37,17 @@ def _serve(root: Path) -> Iterator[str]:
         thread.join()
 
 
+def own_s3(root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The server's endpoint URL, serving bucket "tansu" from `root`, with the dummy credentials boto3 needs (for
+    the tests that reach it through boto3)."""
+    from tests.integration.moto_s3 import CREDENTIALS
+
+    for name, value in CREDENTIALS.items():
+        monkeypatch.setenv(name, value)
+    for bucket_url in _serve(root):
+        yield bucket_url.rsplit("/", 1)[0]
+
+
 def _call(
     method: str, url: str, body: bytes = b"", headers: dict[str, str] | None = None
 ) -> tuple[int, dict[str, str], bytes]:

@@ -9,6 +9,7 @@ version record then names where the version is (`SnapshotLocation`, under "snaps
 announced version fetches it from there (`ingest.snapshot_fetch`). LATEST follows the pushes, so a pod that
 starts later (`skbqa index pull` in its init container) starts at the newest shipped version. The location and
 the fetching live in `ingest.snapshot_fetch`, below both this writer and the readers (stage and Ray replicas).
+After each swap the versions older than the newest `keep` are deleted from the store (`changes.retention`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from skbqa.changes.retention import DEFAULT_KEEP, Pruned, checked_keep, prune_versions
 from skbqa.changes.snapshot import kb_version
 from skbqa.ingest.object_store import Location, push_index, s3_client, version_of
 from skbqa.ingest.snapshot_fetch import SnapshotLocation
@@ -28,9 +30,15 @@ logger = logging.getLogger(__name__)
 class SnapshotShipper:
     """The updater's `SnapshotMirror` for an object store: push before the swap, announce after it."""
 
-    def __init__(self, url: str, *, endpoint_url: str | None = None, client: Any = None) -> None:
+    def __init__(
+        self, url: str, *, endpoint_url: str | None = None, client: Any = None, keep: int = DEFAULT_KEEP
+    ) -> None:
+        """`keep`: the newest shipped versions the store keeps (at least 1; older ones are deleted after a swap)."""
         Location.parse(url)  # a bad URL is refused when the updater starts, not at its first fold
         self.url = url
+        self.keep = checked_keep(keep)
+        self.last_pruned: Pruned | None = None
+        self._known: dict[str, tuple[int, int]] = {}  # version id → its order (manifests never change)
         self._endpoint_url = endpoint_url
         self._client = client
         self._pushed: SnapshotLocation | None = None
@@ -66,3 +74,16 @@ class SnapshotShipper:
     def after_swap(self, directory: Path, previous: int) -> None:
         if self._pushed is not None:
             self.shipped, self._pushed = self._pushed, None
+            self.prune()
+
+    def prune(self) -> Pruned | None:
+        """Delete the shipped versions older than the newest `keep`, never the one served (which is the one just
+        shipped, after a swap). Runs after the swap, so a failure costs space only: it is logged, never raised
+        (the fold is done), and the next ship tries again."""
+        protect = {self.shipped.object_id} if self.shipped is not None else set()
+        try:
+            self.last_pruned = prune_versions(self._s3(), self.url, self.keep, protect, self._known)
+        except Exception as exc:
+            logger.warning("snapshot retention on %s failed (tried again after the next ship): %s", self.url, exc)
+            return None
+        return self.last_pruned

@@ -47,6 +47,14 @@ def add_serve_parser(sub: Any) -> None:
         "(SKBQA_SNAPSHOTS_URL)",
     )
     p.add_argument(
+        "--snapshots-keep",
+        type=int,
+        default=None,
+        metavar="N",
+        help="updater: keep the newest N shipped versions in the store, delete older ones (SKBQA_SNAPSHOTS_KEEP, "
+        "default 3, at least 1)",
+    )
+    p.add_argument(
         "--s3-endpoint-url",
         default=None,
         help="S3-compatible endpoint of --snapshots and of the snapshots replicas fetch (SKBQA_S3_ENDPOINT_URL)",
@@ -128,6 +136,7 @@ def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
             args.lag_interval if args.lag_interval is not None else float(env("LAG_INTERVAL_S", "5") or 5)
         )
         stage_stall = args.stage_stall if args.stage_stall is not None else float(env("STAGE_STALL_S", "10") or 0)
+        keep = args.snapshots_keep if args.snapshots_keep is not None else int(env("SNAPSHOTS_KEEP", "3") or 3)
     except ValueError as exc:
         raise InvalidInputError(f"bad numeric setting: {exc}") from None
     return ServiceSettings(
@@ -141,6 +150,7 @@ def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
         vectors_url=args.vectors or env("VECTORS_URL"),
         graph_url=args.graph or env("GRAPH_URL"),
         snapshots_url=args.snapshots or env("SNAPSHOTS_URL"),
+        snapshots_keep=keep,
         s3_endpoint_url=args.s3_endpoint_url or env("S3_ENDPOINT_URL"),
         ray_address=args.ray_address or env("RAY_ADDRESS"),
         llm=args.llm or env("LLM_URL") is not None,

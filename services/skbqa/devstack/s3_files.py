@@ -11,7 +11,8 @@ object store client (arrow-rs ``object_store``) asks for, and does it cheaply:
   (s3rver ignores these headers and loses records);
 - ``ListObjectsV2`` (and v1) with ``prefix``, ``delimiter``, ``start-after`` and continuation tokens;
 - ``PUT``/``HEAD`` of a bucket; multipart uploads (``s3_multipart``: boto3's for files over 8 MiB, which a snapshot
-  push of ``skbqa stack up --snapshots`` sends). Signatures are not checked: it listens on loopback only.
+  push of ``skbqa stack up --snapshots`` sends); DeleteObjects (``s3_deletes``: the updater's snapshot retention).
+  Signatures are not checked: it listens on loopback only.
 
 Every object is one file, named by the SHA-256 of its key, holding a JSON header line (key, ETag, time) and the
 bytes; it is written to a temporary file and renamed over the old one, so a reader sees a whole version and a
@@ -37,6 +38,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from skbqa.devstack.s3_deletes import deleted_xml, parse_delete
 from skbqa.devstack.s3_multipart import Uploads, completed_xml, created_xml
 
 _XMLNS = "http://s3.amazonaws.com/doc/2006-03-01/"
@@ -304,14 +306,16 @@ class _Handler(BaseHTTPRequestHandler):
             bucket.delete(key)
         self._reply(204)
 
-    def do_POST(self) -> None:  # multipart uploads (boto3's for files over 8 MiB); no batch deletes
+    def do_POST(self) -> None:  # multipart uploads (boto3's for files over 8 MiB) and batch deletes
         bucket_name, key, query = self._target()
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         bucket = self.server.bucket(bucket_name)
-        if bucket is None or not key or not ("uploads" in query or "uploadId" in query):
-            return self._error(
-                404 if bucket is None else 501, "NoSuchBucket" if bucket is None else "NotImplemented"
-            )
+        if bucket is None:
+            return self._error(404, "NoSuchBucket")
+        if not key and "delete" in query:
+            return self._delete_objects(bucket, body)
+        if not key or not ("uploads" in query or "uploadId" in query):
+            return self._error(501, "NotImplemented")
         if "uploads" in query:
             upload = self.server.uploads.create(bucket_name, key)
             return self._reply(200, created_xml(bucket_name, key, upload), {"Content-Type": "application/xml"})
@@ -321,6 +325,14 @@ class _Handler(BaseHTTPRequestHandler):
         meta = bucket.write(key, whole, if_match=None, if_none_match=None)
         assert meta is not None  # no precondition was given
         self._reply(200, completed_xml(bucket_name, key, meta.etag), {"Content-Type": "application/xml"})
+
+    def _delete_objects(self, bucket: Bucket, body: bytes) -> None:
+        parsed = parse_delete(body)
+        if parsed is None:
+            return self._error(400, "MalformedXML")
+        for key in parsed[0]:
+            bucket.delete(key)
+        self._reply(200, deleted_xml(*parsed), {"Content-Type": "application/xml"})
 
     # -- replies ------------------------------------------------------------------------------------------------
 
@@ -357,17 +369,8 @@ def _byte_range(header: str | None, size: int) -> tuple[int, int] | None:
 
 def server_argv(python: str, port: int, directory: Path, bucket: str) -> list[str]:
     """The command that runs this server on 127.0.0.1:`port` over `directory`, with `bucket` created."""
-    return [
-        python,
-        "-m",
-        "skbqa.devstack.s3_files",
-        "--port",
-        str(port),
-        "--dir",
-        str(directory),
-        "--bucket",
-        bucket,
-    ]
+    options = ["--port", str(port), "--dir", str(directory), "--bucket", bucket]
+    return [python, "-m", "skbqa.devstack.s3_files", *options]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -38,6 +38,11 @@ class NotPublishedError(IndexStoreError):
     """No index has been published at that location (yet)."""
 
 
+class VersionGoneError(IndexStoreError):
+    """The version asked for is no longer in the store (the updater's retention removed it, possibly while it was
+    being fetched); the newest version, which LATEST names, is the one to fetch."""
+
+
 @dataclass(frozen=True)
 class Location:
     bucket: str
@@ -112,6 +117,10 @@ def pull_index(
     try:
         wanted = version or _latest(s3, location)
         manifest_bytes = _get(s3, location, "versions", wanted, MANIFEST)
+    except NotPublishedError:
+        if version is None:
+            raise
+        raise _gone(url, version, MANIFEST) from None
     except IndexStoreError:
         raise
     except Exception as exc:
@@ -138,6 +147,10 @@ def pull_index(
             try:
                 s3.download_file(location.bucket, location.key("versions", wanted, relative), str(path))
             except Exception as exc:
+                # a version removed while it is fetched is not an outage: say so, so the caller fetches the newest.
+                # Retention deletes a version's manifest first; a file missing beside its manifest is damage.
+                if _not_found(exc) and not _exists(s3, location, "versions", wanted, MANIFEST):
+                    raise _gone(url, wanted, relative) from None
                 raise _unavailable("download from", url, exc) from None
             total += path.stat().st_size
         (work / MANIFEST).write_bytes(manifest_bytes)
@@ -147,6 +160,16 @@ def pull_index(
         shutil.rmtree(work, ignore_errors=True)
         raise
     return Transfer(wanted, len(files), total + len(manifest_bytes), time.perf_counter() - started)
+
+
+def read_object(url: str, parts: tuple[str, ...], *, client: Any) -> bytes:
+    """One object under `url` (NotPublishedError: not there)."""
+    return _get(client, Location.parse(url), *parts)
+
+
+def latest_version(url: str, *, client: Any) -> str:
+    """The version id LATEST names (NotPublishedError: none yet)."""
+    return _latest(client, Location.parse(url))
 
 
 def _latest(s3: Any, location: Location) -> str:
@@ -170,6 +193,15 @@ def _get(s3: Any, location: Location, *parts: str) -> bytes:
     return body
 
 
+def _exists(s3: Any, location: Location, *parts: str) -> bool:
+    """Whether the object is there; True when that cannot be told (the store's error is then reported as is)."""
+    try:
+        s3.head_object(Bucket=location.bucket, Key=location.key(*parts))
+    except Exception as exc:
+        return not _not_found(exc)
+    return True
+
+
 def _safe(relative: object) -> bool:
     if not isinstance(relative, str) or not relative:
         return False
@@ -181,6 +213,13 @@ def _not_found(exc: Exception) -> bool:
     response = getattr(exc, "response", None)
     code = response.get("Error", {}).get("Code") if isinstance(response, dict) else None
     return code in ("NoSuchKey", "404", "NoSuchBucket")
+
+
+def _gone(url: str, version: str, relative: str) -> VersionGoneError:
+    return VersionGoneError(
+        f"{clip(url)}: version {version} is no longer in the store ({relative} is gone with its manifest: a newer "
+        "version replaced it and the updater's retention removed it); fetch the newest version"
+    )
 
 
 def _unavailable(action: str, url: str, exc: Exception) -> BackendUnavailableError:

@@ -276,7 +276,9 @@ def start_updater(
     if settings.snapshots_url:  # replicas with directories of their own fetch each version from there
         from skbqa.changes.shipping import SnapshotShipper
 
-        shipper = SnapshotShipper(settings.snapshots_url, endpoint_url=settings.s3_endpoint_url)
+        shipper = SnapshotShipper(
+            settings.snapshots_url, endpoint_url=settings.s3_endpoint_url, keep=settings.snapshots_keep
+        )
     mirrors = Mirrors(snapshot_mirror(settings), shipper)  # Milvus first: a fetched version finds its collections
     updater = IndexUpdater(settings.index, encoder, mirror=mirrors or None)
     if shipper is not None:

@@ -32,6 +32,7 @@ class ServiceSettings:
     # updater: where each folded snapshot is shipped (s3://BUCKET/PREFIX) for replicas that do not share its index
     # directory (changes/shipping.py); None = the shared directory only
     snapshots_url: str | None = None
+    snapshots_keep: int = 3  # updater: the newest shipped versions the store keeps (changes/retention.py)
     s3_endpoint_url: str | None = None  # the S3-compatible endpoint of snapshots (push and fetch); None = AWS
     ray_address: str | None = None  # the reranker stage's Ray cluster ("local" starts one in this process)
     llm: bool = False  # an OpenAI-compatible endpoint from SKBQA_LLM_* (parser, rerankers, spark)
@@ -69,6 +70,9 @@ class ServiceSettings:
                     "--snapshots is the updater's setting (--role updater); replicas fetch what its records name"
                 )
             Location.parse(self.snapshots_url)
+        from skbqa.changes.retention import checked_keep
+
+        checked_keep(self.snapshots_keep)
         if (self.tls_cert_file is None) != (self.tls_key_file is None):
             raise InvalidInputError("TLS needs both a certificate and a key file")
         if self.tls_client_ca_file is not None and self.tls_cert_file is None:

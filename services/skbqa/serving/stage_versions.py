@@ -16,6 +16,8 @@ lost; the version this replica reports moves only once it serves the new one. Co
 A request that needs a version this replica does not have yet waits for it up to its deadline (at most
 `MAX_WAIT_S`: the worker's partition waits with it); one pinned to a version already let go is refused
 UNAVAILABLE (the knowledge base changed twice while it was answered; a retry is answered at the new version).
+A replaced version is let go `KEEP_PREVIOUS_S` after the switch, or later while a request given it may still run
+(until that request's deadline, past which every stage drops it), and only then is its local copy removed.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from skbqa.changes.snapshot import kb_version
+from skbqa.ingest.object_store import VersionGoneError
 from skbqa.ingest.snapshot_fetch import SnapshotFetcher, SnapshotLocation
 from skbqa.observability.metrics import get_metrics
 from skbqa.serving.runtime import release_stores
@@ -41,6 +44,7 @@ logger = logging.getLogger(__name__)
 KEEP_PREVIOUS_S = 30.0
 CHECK_EVERY_S = 5.0
 MAX_WAIT_S = 10.0
+HOLD_MAX_S = 120.0  # a request with a far deadline holds a replaced version (twice the memory) at most this long
 RETRY_MAX_S = 30.0  # the longest pause between two attempts at a version that failed to open or fetch
 
 
@@ -81,6 +85,7 @@ class VersionedCores:
         self._published = 0  # the newest version the updater says it folded
         self._warned_unshipped = 0
         self._retire_at: dict[int, float] = {}
+        self._busy_until: dict[int, float] = {}  # per version: the latest deadline (unix s) of a request given it
         self._changed = threading.Condition()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -127,6 +132,7 @@ class VersionedCores:
                 core = self._cores.get(wanted)
                 if core is None:
                     raise VersionUnavailableError(self._refusal(wanted))
+                self._hold(wanted, request)
                 return core
             needed = int(request.min_version)
             if needed > self.current:
@@ -137,7 +143,16 @@ class VersionedCores:
                         f"{self.current}); retry shortly"
                     )
             request.kb_version = self.current
+            self._hold(self.current, request)
             return self._cores[self.current]
+
+    def _hold(self, version: int, request: StageMessage) -> None:
+        """Keep `version` (and its copy) while `request` may still run on it: until its deadline (under
+        _changed). A request without one is covered by `KEEP_PREVIOUS_S` alone, as before deadlines were known."""
+        if request.deadline_unix_ms:
+            until = min(request.deadline_unix_ms / 1000, time.time() + HOLD_MAX_S)
+            if until > self._busy_until.get(version, 0.0):
+                self._busy_until[version] = until
 
     def _refusal(self, wanted: int) -> str:
         if wanted > self.current:
@@ -149,6 +164,10 @@ class VersionedCores:
     # ------------------------------------------------------------------------------------------------ reloading
 
     def _reload_loop(self) -> None:
+        try:  # on this thread, not in the constructor: copies an earlier run of this replica left behind
+            self._fetcher.claim()
+        except OSError as exc:
+            logger.warning("%s: the copies of earlier runs could not be removed: %s", self.role, exc)
         failures = 0
         while not self._stop.is_set():
             self._wake.wait(CHECK_EVERY_S)
@@ -162,6 +181,11 @@ class VersionedCores:
                     self._open_newer(source)
                 self.last_error = ""
                 failures = 0
+            except VersionGoneError as exc:  # lagged past the store's retention: the newest is named by now
+                self.last_error = f"{type(exc).__name__}: {exc}"[:300]
+                logger.warning("%s: %s", self.role, self.last_error)
+                self._stop.wait(1.0)
+                self._wake.set()
             except Exception as exc:  # e.g. read while a fold renamed the index: the next check tries again
                 error = f"{type(exc).__name__}: {exc}"[:300]
                 if error != self.last_error:  # not once per retry
@@ -210,12 +234,13 @@ class VersionedCores:
                     time.perf_counter() - started)  # fmt: skip
 
     def _retire(self) -> None:
-        now = time.monotonic()
+        now, wall = time.monotonic(), time.time()
         with self._changed:
             for version, when in list(self._retire_at.items()):
-                if when <= now and version != self.current:
+                if when <= now and version != self.current and self._busy_until.get(version, 0.0) <= wall:
                     retired = self._cores.pop(version, None)
                     del self._retire_at[version]
+                    self._busy_until.pop(version, None)
                     self._directories.pop(version, None)
                     if retired is not None:
                         for member in members(retired):  # its Milvus clients, if any

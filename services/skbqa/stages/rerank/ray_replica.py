@@ -139,6 +139,12 @@ class RerankerCore:
         # copies of its own: a stage replica (or another Ray replica) beside the same index sweeps its own root
         root = self._index_dir.parent / f"{self._index_dir.name}.ray-versions" / f"replica-{os.getpid()}"
         self._fetcher = SnapshotFetcher(self._index_dir, endpoint_url=endpoint, root=root)
+        self._disk = threading.Lock()  # one of a fetch and a sweep at a time: a sweep removes unfinished fetches
+        self._in_use: dict[int, int] = {}  # requests answering at each version now: never retired under them
+        try:  # what an earlier run of this replica, and replicas that died, left beside the index
+            self._fetcher.claim(siblings=True)
+        except OSError as exc:
+            logger.warning("reranker replica: the copies of earlier runs could not be removed: %s", exc)
         self._last_reopen = -math.inf
         self.last_error = ""
         self._lock = threading.Lock()
@@ -180,6 +186,13 @@ class RerankerCore:
                 request, f"replica serves knowledge-base version {at}, not {wanted}; not reranked", kb_version=at
             )
         try:
+            return self._rerank_at(at, reranker, request)
+        finally:
+            with self._lock:
+                self._in_use[at] -= 1
+
+    def _rerank_at(self, at: int, reranker: Reranker, request: RerankRequest) -> RerankResponse:
+        try:
             candidates = [Candidate(p, s, src, dict(sc), dict(ev)) for p, s, src, sc, ev in request.candidates]
             query = QueryContext(request.question, self.encoder, options=dict(request.options))
             outcome = reranker.rerank(query, request.parsed, candidates)
@@ -206,15 +219,12 @@ class RerankerCore:
         a newer one is then opened in the background."""
         with self._lock:
             now = time.monotonic()
-            for version, when in list(self._retire_at.items()):
-                if when <= now:
-                    self._served.pop(version, None)
-                    self._directories.pop(version, None)
-                    del self._retire_at[version]
+            self._retire_expired(now)
             if wanted is None:
                 wanted = self.version
             held = self._served.get(wanted)
             if held is not None:
+                self._in_use[wanted] = self._in_use.get(wanted, 0) + 1  # released by rerank_one
                 return wanted, held[1]
             current = self.version
             newer = wanted > current and self._reopening is None and now - self._last_reopen >= REOPEN_EVERY_S
@@ -226,6 +236,32 @@ class RerankerCore:
                 self._reopening.start()
         return current, None
 
+    def _retire_expired(self, now: float) -> None:
+        """Let go of the versions kept past their time, unless a request still answers at one (under _lock)."""
+        for version, when in list(self._retire_at.items()):
+            if when <= now and not self._in_use.get(version):
+                self._served.pop(version, None)
+                self._directories.pop(version, None)
+                self._in_use.pop(version, None)
+                del self._retire_at[version]
+
+    def sweep(self) -> None:
+        """Remove the local copies of versions let go (and of fetches that did not finish); runs
+        `KEEP_PREVIOUS_S` after each switch, so a copy goes once it is no longer served, not at the next reopen."""
+        with self._disk:
+            with self._lock:
+                self._retire_expired(time.monotonic())
+                held = set(self._directories.values())
+                pending = bool(self._retire_at)
+            self._fetcher.sweep(held, self.version)
+        if pending:  # kept by a request still at it: look again shortly
+            self._sweep_later(REOPEN_EVERY_S * 5)
+
+    def _sweep_later(self, delay: float) -> None:
+        timer = threading.Timer(delay, self.sweep)
+        timer.daemon = True
+        timer.start()
+
     def reopen(self, snapshot: SnapshotLocation | None = None) -> int:
         """Open the index as it is now, or `snapshot` fetched when the index does not show that version, and
         serve it if it is newer; returns the version served after. Errors (the index read while a fold renamed
@@ -236,7 +272,8 @@ class RerankerCore:
             if snapshot is not None and snapshot.kb_version > max(
                 self.version, kb_version(read_manifest(directory))
             ):
-                directory = self._fetcher.fetch(snapshot)  # not shared with the updater: its own copy
+                with self._disk:  # not shared with the updater: its own copy
+                    directory = self._fetcher.fetch(snapshot)
             stores = open_index(directory)
             version = kb_version(stores.manifest)
             built_with = stores.manifest.get("encoder", {}).get("name", "")
@@ -253,9 +290,8 @@ class RerankerCore:
                     self._directories[version] = directory
                     self.version = version
                 logger.info("reranker replica: serving knowledge-base version %d (%s)", version, directory.name)
-            with self._lock:
-                held = set(self._directories.values())
-            self._fetcher.sweep(held, self.version)  # copies of versions let go, and of failed fetches
+                self._sweep_later(KEEP_PREVIOUS_S)  # the previous version's copy, once it is let go
+            self.sweep()  # copies of versions let go, and of failed fetches
             self.last_error = ""
         except Exception as exc:
             self.last_error = f"{type(exc).__name__}: {exc}"[:300]
