@@ -65,3 +65,39 @@ def test_chunked_tokenisation_gives_the_same_vectors(onnx_encoder, monkeypatch: 
     # Dynamic int8 quantisation scales activations per batch, so batch-mates move a vector slightly.
     cosine = (onnx_encoder.encode(SENTENCES) * whole_int8).sum(axis=1)
     assert (cosine[[0, 1, 2, 4]] > 0.99).all() and cosine[3] > 0.95  # [3] is the empty text
+
+
+def test_a_cold_encoder_called_from_two_threads_loads_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The question's embedding starts on a background thread while the parser encodes its phrases: both first
+    calls must get vectors, and the model is loaded once."""
+    import threading
+
+    from tokenizers import Tokenizer
+
+    real_from_file = Tokenizer.from_file
+    loads: list[str] = []
+
+    def slow_from_file(path: str) -> Tokenizer:
+        loads.append(path)
+        threading.Event().wait(0.3)  # widen the window in which the other thread arrives
+        return real_from_file(path)
+
+    monkeypatch.setattr(Tokenizer, "from_file", staticmethod(slow_from_file))
+    encoder = load_encoder("onnx-int8")
+    results: dict[int, np.ndarray] = {}
+    errors: list[BaseException] = []
+
+    def call(slot: int) -> None:
+        try:
+            results[slot] = encoder.encode([SENTENCES[slot]])
+        except BaseException as error:  # reported by the assertion below
+            errors.append(error)
+
+    threads = [threading.Thread(target=call, args=(slot,)) for slot in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not errors and sorted(results) == [0, 1]
+    assert len(loads) == 1
+    assert all(vectors.shape == (1, DIM) for vectors in results.values())

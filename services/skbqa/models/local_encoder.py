@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -122,6 +123,9 @@ class OnnxEncoder:
         self._threads = threads or default_threads()
         self._session: Any = None
         self._tokenizer: Any = None
+        # The question's embedding is started on a background thread while the parser encodes its phrases, so
+        # the first two calls can race to load; one loads, the other waits for it.
+        self._loading = threading.Lock()
 
     @property
     def name(self) -> str:
@@ -136,16 +140,20 @@ class OnnxEncoder:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        path = onnx_model_path(self._quantized)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1  # parallelism comes from concurrent batches, see encode()
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        tokenizer = Tokenizer.from_file(str(packaged_model_dir() / "tokenizer.json"))
-        tokenizer.enable_truncation(max_length=self._max_length)
-        tokenizer.no_padding()  # batches are padded here, to their own longest member
-        self._tokenizer = tokenizer
+        with self._loading:
+            if self._session is not None:
+                return
+            path = onnx_model_path(self._quantized)
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = 1  # parallelism comes from concurrent batches, see encode()
+            options.inter_op_num_threads = 1
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+            tokenizer = Tokenizer.from_file(str(packaged_model_dir() / "tokenizer.json"))
+            tokenizer.enable_truncation(max_length=self._max_length)
+            tokenizer.no_padding()  # batches are padded here, to their own longest member
+            self._tokenizer = tokenizer
+            self._session = session  # last: a reader that sees the session also sees the tokenizer
 
     def encode(self, texts: Sequence[str], *, progress: str | None = None) -> np.ndarray:
         if self._session is None:
@@ -221,6 +229,7 @@ class TorchEncoder:
         self._batch_size = batch_size
         self._threads = threads or default_threads()
         self._model: Any = None
+        self._loading = threading.Lock()  # as OnnxEncoder: the first calls can come from two threads
 
     @property
     def name(self) -> str:
@@ -230,14 +239,21 @@ class TorchEncoder:
     def dim(self) -> int:
         return DIM
 
+    def _load(self) -> None:
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        with self._loading:
+            if self._model is not None:
+                return
+            torch.set_num_threads(self._threads)
+            model = SentenceTransformer(str(packaged_model_dir()), device="cpu")
+            model.max_seq_length = self._max_length
+            self._model = model
+
     def encode(self, texts: Sequence[str], *, progress: str | None = None) -> np.ndarray:
         if self._model is None:
-            import torch
-            from sentence_transformers import SentenceTransformer
-
-            torch.set_num_threads(self._threads)
-            self._model = SentenceTransformer(str(packaged_model_dir()), device="cpu")
-            self._model.max_seq_length = self._max_length
+            self._load()
         vectors = self._model.encode(
             list(texts),
             batch_size=self._batch_size,
