@@ -34,7 +34,7 @@ def _index_mount(container: dict[str, Any]) -> dict[str, Any]:
 
 def test_the_updater_ships_to_the_published_location_from_a_volume_of_its_own(rendered) -> None:
     settings = _serve_settings(_main(rendered, UPDATER))
-    assert settings.role == "updater" and settings.snapshots_url == URL
+    assert settings.role == "updater" and settings.snapshots_url == URL and settings.snapshots_keep == 3
     assert settings.s3_endpoint_url == "http://minio.storage.svc:9000"
     assert str(settings.index) == "/index/generation-1/current"  # a new ingest generation: a fresh start
     pod = _pod(one(rendered, CI, "Deployment", UPDATER))
@@ -100,6 +100,16 @@ def test_the_values_pass_the_schema() -> None:
         chart.validate_schema(values_of(CHART / "ci" / CI))
         with pytest.raises(helm.HelmError):
             chart.validate_schema({"updates": {"storage": {"sizeGi": 20}}})
+        for keep in (0, "3"):
+            with pytest.raises(helm.HelmError):
+                chart.validate_schema({"updates": {"snapshotsKeep": keep}})
+
+
+def test_the_store_keeps_the_versions_the_values_say() -> None:
+    values = values_of(CHART / "ci" / CI)
+    values["updates"]["snapshotsKeep"] = 7
+    updater = next(o for o in _render(values) if o["kind"] == "Deployment" and o["metadata"]["name"] == UPDATER)
+    assert _serve_settings(_pod(updater)["containers"][0]).snapshots_keep == 7
 
 
 def _ray_containers(rendered: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
