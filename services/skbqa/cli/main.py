@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -187,6 +188,21 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def run() -> None:
+    """The `skbqa` command (the console script and `python -m skbqa`): `main`, then exit with its status. A server
+    that failed to start may already run threads that are no daemons (gRPC's, Ray's, a Kafka client's), which would
+    keep the process alive and never serving: it ends at once instead, so whatever supervises it (the local stack,
+    Kubernetes) sees the failure and restarts it."""
+    argv = sys.argv[1:]
+    status = main(argv)
+    if status != 0 and _parser().parse_args(argv).command == "serve":
+        sys.stdout.flush()
+        sys.stderr.flush()
+        logging.shutdown()
+        os._exit(status)
+    sys.exit(status)
+
+
 def _ingest(args: argparse.Namespace) -> int:
     from skbqa.changes.log import ChangeLog
     from skbqa.ingest.builder import ingest
@@ -362,4 +378,4 @@ def _synth(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
