@@ -91,6 +91,15 @@ def test_words_of_asking_and_for_senses_are_no_constants(engine: EmbeddedEngine)
     assert ids(engine, "I'd like to know which words are parts of a car", 1) == {7}
 
 
+@pytest.mark.parametrize("question", ["which parts does a car have?", "What parts did a car have"])
+def test_the_subject_of_a_do_question_is_a_name(engine: EmbeddedEngine, question: str) -> None:
+    # "a car" introduces no unnamed node here: after "does", it is what the question asks about
+    parsed = parse(engine, question)
+    assert names(parsed) == [("car",)]
+    assert edges(parsed) == {("y", "part_of", "c1")}
+    assert ids(engine, question, 1) == {7}
+
+
 @pytest.mark.parametrize(
     ("question", "edge"),
     [

@@ -34,6 +34,7 @@ SHORT_ENGLISH = frozenset(
      "ie", "eg", "et", "al", "re", "pm", "st", "nd", "rd", "th"}
 )  # fmt: skip
 INDEFINITE_ARTICLES = frozenset({"a", "an"})  # before a single word: a common noun ("an archive"), no name
+DO_AUXILIARIES = frozenset({"do", "does", "did"})
 MIN_FUZZY_WORDS = 2
 LONG_RESPELL_NAME_WORDS = 3  # a long word English also knows is respelt only inside a name this long
 MIN_SINGLE_CORRECTED_CHARS = 7  # a corrected one-word name must be long: short unknown words are mostly jargon
@@ -304,7 +305,10 @@ class ConstantSpotter:
             start > 1 and text.tokens[start - 1].text.islower() and text.tokens[start - 1].lower in self.node_words
         ):
             start -= 1
-        return start == 0 or text.tokens[start - 1].lower not in INDEFINITE_ARTICLES or ends_clause
+        if start == 0 or text.tokens[start - 1].lower not in INDEFINITE_ARTICLES or ends_clause:
+            return True
+        # "which parts does *a bank* have?": the subject of a do-question is what it asks about
+        return start >= 2 and text.tokens[start - 2].lower in DO_AUXILIARIES
 
     @staticmethod
     def _verb_of_relative_clause(text: QuestionText, index: int) -> bool:

@@ -44,7 +44,7 @@ from skbqa.stages.parse.quantity_nouns import QuantityNouns
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.reached_types import ReachedTypes
 from skbqa.stages.parse.relations import RelationChooser
-from skbqa.stages.parse.sense_qualifiers import cut_glosses, cut_qualifiers, narrow
+from skbqa.stages.parse.sense_qualifiers import cut_glosses, cut_qualifiers, document_meaning, narrow
 from skbqa.stages.parse.sentence_joins import drop_restated_aside, join_sentences, join_topic
 from skbqa.stages.parse.target_type import TargetTypeGuesser, TargetTypeReader
 from skbqa.stages.parse.text_fields import claim_text_fields, text_nouns
@@ -157,7 +157,11 @@ class EncoderParser:
         question, qualifiers = cut_qualifiers(question)
         lexicon = self._lexicon()
         question, qualifiers = cut_glosses(
-            question, qualifiers, lambda name: lexicon.positions(name, original=name), self._stores.nodes
+            question,
+            qualifiers,
+            lambda name: lexicon.positions(name, original=name),
+            self._stores.nodes,
+            document_meaning(query.encoder, self._stores.nodes),
         )
         if qualifiers:
             warnings.append(f"{len(qualifiers)} sense qualifier(s) read as which node a name means")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from skbqa.ingest.documents import document
+from skbqa.query.encoder import Encoder
 from skbqa.stages.parse.constants import Constant
 from skbqa.stages.parse.question_text import QuestionText
 from skbqa.stages.senses import MAX_NODES_SCORED, closest_senses, sense_words
@@ -34,6 +35,9 @@ _PATTERNS = (
         re.IGNORECASE,
     ),
     re.compile(r"\s+as\s+an?\s+(?P<q>noun|verb|adjective|adverb)\b", re.IGNORECASE),
+    # "swim*, as in travelling through water*?": "as in" after a comma glosses the word before it, up to the
+    # clause's end
+    re.compile(r",\s*as\s+in:?\s+(?P<q>[a-z][^,;:?!()]*?)(?=\s*(?:[,;:?!]|[-–—]\s|$))", re.IGNORECASE),
     re.compile(r"\s*\(\s*(?P<q>[a-z]+\.[a-z]+)\s*\)"),  # a dotted category in parentheses ("noun.feeling")
 )
 
@@ -50,6 +54,16 @@ _APPOSITION = re.compile(
 )
 GLOSS_SHARE = 0.5  # of a parenthesis's sense words one node of the name's document must share, and at least
 MIN_GLOSS_WORDS = 2  # this many
+# Or, in other words than the node's own ("stand (*be upright*)", "trading (*dealing in goods*)"), its meaning:
+# embedding cosine of the parenthesis (less the name's words) to one of the name's documents. Glosses said in
+# other words measure 0.35-0.55 with the default encoder, constraints ("(direct subtypes)") under 0.2.
+GLOSS_MIN_COSINE = 0.33
+MAX_GLOSSED_NODES = 24  # documents encoded per parenthesis: a name of more senses is judged by its first ones
+# Words that make a parenthesis a constraint whatever it means ("(not individual people)", "(direct parts only)")
+_CONSTRAINT_WORDS = frozenset(
+    {"not", "no", "only", "except", "without", "excluding", "including", "direct", "directly", "immediate", "all",
+     "any", "more", "less", "than", "ones", "one", "two", "three", "level", "levels", "step", "steps"}
+)  # fmt: skip
 
 
 # Said after the question, not after the name it glosses: "What types of hammers exist? *I mean the hand tool*",
@@ -91,18 +105,30 @@ def cut_qualifiers(question: str) -> tuple[str, list[Qualifier]]:
     return question, sorted(found, key=lambda q: q.after)
 
 
+Meaning = Callable[[str, np.ndarray], float]  # (phrase, positions) → the phrase's best cosine to their documents
+
+
 def cut_glosses(
-    question: str, qualifiers: list[Qualifier], positions: Callable[[str], np.ndarray], nodes: NodeTable
+    question: str,
+    qualifiers: list[Qualifier],
+    positions: Callable[[str], np.ndarray],
+    nodes: NodeTable,
+    meaning: Meaning | None = None,
 ) -> tuple[str, list[Qualifier]]:
     """`cut_qualifiers` for a parenthesis of plain words, or an apposition ("coffee, *the beverage*,"), after a
     name of several nodes, when one of those nodes' documents shares most of its words: it says which node the
-    name means ("dry (free from liquid or moisture)"). `positions`: the nodes a name names."""
+    name means ("dry (free from liquid or moisture)"). `positions`: the nodes a name names. With `meaning`, a
+    parenthesis of two words or more after any name is also a gloss when it means one of the name's nodes in
+    other words (`GLOSS_MIN_COSINE`) and says nothing a constraint says."""
     found = list(qualifiers)
     for pattern, least in ((_PARENTHESIS, MIN_GLOSS_WORDS), (_APPOSITION, 1)):
         at = 0
         while (match := pattern.search(question, at)) is not None:
             words = sense_words(match.group("q"))
-            if len(words) < least or not _glosses(match.group("name"), words, positions, nodes, least):
+            glossed = len(words) >= least and _glosses(match.group("name"), words, positions, nodes, least)
+            if not glossed and meaning is not None and pattern is _PARENTHESIS:
+                glossed = _means(match.group("name"), match.group("q"), positions, meaning)
+            if not glossed:
                 at = match.start("q")
                 continue
             end = match.end("name")
@@ -127,6 +153,30 @@ def _glosses(
             )
         if found.size:
             return False
+    return False
+
+
+def document_meaning(encoder: Encoder, nodes: NodeTable) -> Meaning:
+    """`Meaning` by the question's encoder: the phrase and the nodes' documents in one call."""
+
+    def best(phrase: str, positions: np.ndarray) -> float:
+        vectors = encoder.encode([phrase, *(document(nodes, int(p)) for p in positions)])
+        return float((vectors[1:] @ vectors[0]).max())
+
+    return best
+
+
+def _means(name: str, said: str, positions: Callable[[str], np.ndarray], meaning: Meaning) -> bool:
+    words = said.lower().split()
+    if len(words) < 2 or _CONSTRAINT_WORDS & set(words) or any(c.isdigit() for c in said):
+        return False
+    named = name.split()
+    for k in range(len(named)):  # the longest name that ends right before the parenthesis
+        found = positions(" ".join(named[k:]))
+        if found.size:
+            own = {w.lower() for w in named[k:]}
+            rest = " ".join(w for w in words if w not in own)
+            return bool(rest) and meaning(rest, found[:MAX_GLOSSED_NODES]) >= GLOSS_MIN_COSINE
     return False
 
 
