@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import collections
 import gzip
+import io
 import json
 import os
 import sys
@@ -38,12 +39,17 @@ def write_bundle(out_dir: str, schema: dict, nodes: list[dict], edges: Iterable[
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "schema.json"), "w") as f:
         json.dump(schema, f, indent=2)
-    with gzip.open(os.path.join(out_dir, "nodes.jsonl.gz"), "wt", encoding="utf-8") as f:
+    with _gzip_text(os.path.join(out_dir, "nodes.jsonl.gz")) as f:
         for nd in nodes:
             f.write(json.dumps(nd, ensure_ascii=False) + "\n")
-    with gzip.open(os.path.join(out_dir, "edges.jsonl.gz"), "wt", encoding="utf-8") as f:
+    with _gzip_text(os.path.join(out_dir, "edges.jsonl.gz")) as f:
         for s, t, d in sorted(edges):
             f.write(json.dumps({"src": s, "type": t, "dst": d}) + "\n")
+
+
+def _gzip_text(path: str) -> io.TextIOWrapper:
+    """A gzip text file whose header carries mtime 0, so rebuilding from the same input gives the same bytes."""
+    return io.TextIOWrapper(gzip.GzipFile(path, "wb", mtime=0), encoding="utf-8")
 
 
 def write_stats(out_dir: str, stats: dict) -> None:

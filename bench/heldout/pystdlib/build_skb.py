@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import collections
 import gc
-import gzip
 import json
 import os
 import sys
@@ -82,23 +81,6 @@ SCHEMA = {
     ],
 }
 TYPE_ORDER = ["package", "module", "class", "exception", "function", "method"]
-
-
-def write_bundle(out_dir: str, schema: dict, nodes: list[dict], edges) -> None:
-    """bundle_writer.write_bundle's format, with gzip headers stamped mtime 0 (byte-identical rebuilds)."""
-    os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, "schema.json"), "w") as f:
-        json.dump(schema, f, indent=2)
-    rows = {
-        "nodes.jsonl.gz": [json.dumps(nd, ensure_ascii=False) for nd in nodes],
-        "edges.jsonl.gz": [json.dumps({"src": s, "type": t, "dst": d}) for s, t, d in sorted(edges)],
-    }
-    for fname, lines in rows.items():
-        with (
-            open(os.path.join(out_dir, fname), "wb") as raw,
-            gzip.GzipFile(fname[:-3], "wb", fileobj=raw, mtime=0) as gz,
-        ):
-            gz.write("".join(line + "\n" for line in lines).encode("utf-8"))
 
 
 def build(stdlib: str, out_dir: str) -> dict:
@@ -252,7 +234,7 @@ def build(stdlib: str, out_dir: str) -> dict:
         for n, _, d in SCHEMA["edge_types"]
     ]
     nodes = skb_text.make_nodes(keys, recs, nid, edges, mods)
-    write_bundle(out_dir, bundle_writer.expand_schema(schema_spec), nodes, edges)
+    bundle_writer.write_bundle(out_dir, bundle_writer.expand_schema(schema_spec), nodes, edges)
     stats = {
         "source": "Python {}.{}.{} standard library".format(*sys.version_info[:3]),
         "modules_parsed": len(mods),
