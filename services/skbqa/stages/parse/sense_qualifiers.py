@@ -125,9 +125,10 @@ def cut_glosses(
         at = 0
         while (match := pattern.search(question, at)) is not None:
             words = sense_words(match.group("q"))
-            glossed = len(words) >= least and _glosses(match.group("name"), words, positions, nodes, least)
+            named, nodes_named = _name_before(match.group("name"), positions)
+            glossed = len(words) >= least and _glosses(words, nodes_named, nodes, least)
             if not glossed and meaning is not None and pattern is _PARENTHESIS:
-                glossed = _means(match.group("name"), match.group("q"), positions, meaning)
+                glossed = _means(named, nodes_named, match.group("q"), meaning)
             if not glossed:
                 at = match.start("q")
                 continue
@@ -140,20 +141,21 @@ def cut_glosses(
     return question, sorted(found, key=lambda q: q.after)
 
 
-def _glosses(
-    name: str, words: frozenset[str], positions: Callable[[str], np.ndarray], nodes: NodeTable, least: int
-) -> bool:
+def _name_before(name: str, positions: Callable[[str], np.ndarray]) -> tuple[list[str], np.ndarray]:
+    """The longest name that ends right before a gloss (its words) and the nodes it names; nothing if none."""
     said = name.split()
-    for k in range(len(said)):  # the longest name that ends right before the parenthesis
+    for k in range(len(said)):
         found = positions(" ".join(said[k:]))
-        if found.size >= 2:
-            needed = max(least, GLOSS_SHARE * len(words))
-            return any(
-                len(words & sense_words(document(nodes, int(p)))) >= needed for p in found[:MAX_NODES_SCORED]
-            )
         if found.size:
-            return False
-    return False
+            return said[k:], found
+    return [], np.zeros(0, np.int64)
+
+
+def _glosses(words: frozenset[str], found: np.ndarray, nodes: NodeTable, least: int) -> bool:
+    if found.size < 2:  # one node (or none): no sense to choose between
+        return False
+    needed = max(least, GLOSS_SHARE * len(words))
+    return any(len(words & sense_words(document(nodes, int(p)))) >= needed for p in found[:MAX_NODES_SCORED])
 
 
 def document_meaning(encoder: Encoder, nodes: NodeTable) -> Meaning:
@@ -166,18 +168,13 @@ def document_meaning(encoder: Encoder, nodes: NodeTable) -> Meaning:
     return best
 
 
-def _means(name: str, said: str, positions: Callable[[str], np.ndarray], meaning: Meaning) -> bool:
+def _means(named: list[str], found: np.ndarray, said: str, meaning: Meaning) -> bool:
     words = said.lower().split()
-    if len(words) < 2 or _CONSTRAINT_WORDS & set(words) or any(c.isdigit() for c in said):
+    if not found.size or len(words) < 2 or _CONSTRAINT_WORDS & set(words) or any(c.isdigit() for c in said):
         return False
-    named = name.split()
-    for k in range(len(named)):  # the longest name that ends right before the parenthesis
-        found = positions(" ".join(named[k:]))
-        if found.size:
-            own = {w.lower() for w in named[k:]}
-            rest = " ".join(w for w in words if w not in own)
-            return bool(rest) and meaning(rest, found[:MAX_GLOSSED_NODES]) >= GLOSS_MIN_COSINE
-    return False
+    own = {w.lower() for w in named}
+    rest = " ".join(w for w in words if w not in own)
+    return bool(rest) and meaning(rest, found[:MAX_GLOSSED_NODES]) >= GLOSS_MIN_COSINE
 
 
 def narrow(
