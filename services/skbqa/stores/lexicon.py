@@ -28,9 +28,16 @@ _SPLIT_COMMA = re.compile(r"\s*,\s*")
 MAX_SPAN_WORDS = 24
 MIN_DISTINCT_RATIO = 0.5  # an alias column's values are mostly distinct
 MAX_ALIAS_CHARS = 120
+# A qualified name ("asyncio.streams.StreamReader", "java.util.ArrayList", "std::unique_ptr", "shutil.make_archive")
+# is typed by its last part. That part is an alias when it reads as an identifier, not a word (an "errors" module
+# is no answer to "which errors …"), no node is named so, and at most this many names end in it ("__init__", the
+# last part of a thousand methods, names no one thing).
+MAX_LAST_PART_NODES = 5
+_IDENTIFIER_PART = re.compile(r"_|\d|.[A-Z]")  # snake_case, a digit, or an inner capital (CamelCase)
+_QUALIFIED = re.compile(r"^[A-Za-z_][\w-]*(?:(?:\.|::|/)[A-Za-z_][\w-]*)+$")
 NAME, ALIAS = 0, 1
 LEXICON_FILE = "lexicon.npz"  # beside the node table of an index (written by ingest)
-LEXICON_VERSION = 2  # bump when the build rules change: older files are then rebuilt, not trusted
+LEXICON_VERSION = 3  # bump when the build rules change: older files are then rebuilt, not trusted
 
 logger = logging.getLogger(__name__)
 
@@ -129,6 +136,12 @@ class NameLexicon:
                     entry_groups.append(groups.setdefault(alias_key, len(groups)))
                     entry_positions.append(position)
                     entry_kinds.append(ALIAS)
+        for alias_key, positions in _last_parts(nodes.names, groups).items():
+            group = groups.setdefault(alias_key, len(groups))
+            for position in positions:
+                entry_groups.append(group)
+                entry_positions.append(position)
+                entry_kinds.append(ALIAS)
         group_of = np.asarray(entry_groups, np.int64)
         order = np.argsort(group_of, kind="stable")  # grouped by key, insertion order kept inside a group
         row_of = np.empty_like(order)
@@ -224,6 +237,20 @@ class NameLexicon:
         if len(lexicon) != meta["keys"]:
             raise ValueError(f"{path}: damaged lexicon")
         return lexicon
+
+
+def _last_parts(names: Iterable[str], taken: dict[str, int]) -> dict[str, list[int]]:
+    """Normalised last part of each qualified name → the nodes whose names end in it, for parts that are no key
+    yet (a name or an alias of some node says what the word means) and end few names."""
+    found: dict[str, list[int]] = {}
+    for position, name in enumerate(names):
+        if ("." not in name and "/" not in name and "::" not in name) or not _QUALIFIED.match(name):
+            continue
+        part = re.split(r"\.|::|/", name)[-1]
+        key = normalise(part)
+        if len(part) >= 3 and key and key not in taken and _IDENTIFIER_PART.search(part.strip("_")):
+            found.setdefault(key, []).append(position)
+    return {key: positions for key, positions in found.items() if len(positions) <= MAX_LAST_PART_NODES}
 
 
 def _items(value: str, separator: str) -> Iterable[str]:

@@ -152,7 +152,7 @@ class QueryAssembler:
                 if chains
                 else []
             )
-            by_type = self._options_by_type(chooser, constant, hinted, target_type, subject)
+            by_type = self._options_by_type(chooser, constant, hinted, target_type, subject, clause)
             phrase = (
                 previous.phrase if coordinated and previous is not None else self._roles.phrase(text, constant)
             )
@@ -233,7 +233,13 @@ class QueryAssembler:
         return parsed
 
     def _options_by_type(
-        self, chooser: RelationChooser, constant: Constant, hinted: str | None, target_type: str, subject: bool
+        self,
+        chooser: RelationChooser,
+        constant: Constant,
+        hinted: str | None,
+        target_type: str,
+        subject: bool,
+        clause: tuple[list[str], list[str]],
     ) -> list[tuple[str, np.ndarray, list[RelationOption]]]:
         """The relation options per type of the constant's nodes (only the hinted type, when a word types it)."""
         node_types = self._stores.nodes.types
@@ -244,7 +250,13 @@ class QueryAssembler:
                 continue
             nodes = constant.positions[node_types[constant.positions] == type_code][:5]
             by_type.append(
-                (type_name, nodes, chooser.options(type_name, target_type, constant_is_subject=subject))
+                (
+                    type_name,
+                    nodes,
+                    chooser.options(
+                        type_name, target_type, constant_is_subject=subject, clause=clause[0] + clause[1]
+                    ),
+                )
             )
         return by_type
 
@@ -269,7 +281,9 @@ class QueryAssembler:
                 continue
             hinted = next((m.type_name for m in hints if self._roles.typed_by(text, m, plan.constant)), None)
             plan.subject, plan.clause, plan.phrase = following.subject, following.clause, following.phrase
-            plan.by_type = self._options_by_type(chooser, plan.constant, hinted, target_type, plan.subject)
+            plan.by_type = self._options_by_type(
+                chooser, plan.constant, hinted, target_type, plan.subject, plan.clause
+            )
 
     def _between_names(self, text: QuestionText, first: Constant, second: Constant) -> list[str]:
         """The words between two names, without articles and a type word that types the first ("the serf

@@ -68,6 +68,17 @@ SAYING_VERBS = frozenset(
 WORD_NOUNS = frozenset(
     {"word", "words", "term", "terms", "phrase", "phrases", "keyword", "keywords", "expression"}
 )
+# "*say something about* X", "*talk a lot about* X", "*tell us anything about* X": a verb of speaking, what is said
+# and "about" put X in the answer's words (a bare "about" may relate: "papers about <a field>")
+SPEAKING_VERBS = frozenset(
+    {"say", "says", "said", "saying", "talk", "talks", "talked", "talking", "speak", "speaks", "spoke", "speaking",
+     "tell", "tells", "told", "telling", "write", "writes", "wrote", "writing"}
+)  # fmt: skip
+SAID_FILLERS = frozenset(
+    {"something", "anything", "much", "a", "lot", "bit", "little", "more", "mostly", "specifically", "explicitly",
+     "us", "me", "you", "things", "stuff"}
+)  # fmt: skip
+MAX_SAID_FILLERS = 3
 TEXT_VERB_LINKS = frozenset({"with", "using", "by", "through"})
 TEXT_WITH = frozenset({"with", "using"})
 _ARTICLES = frozenset({"the", "a", "an"})
@@ -78,6 +89,10 @@ def grammar_cue(text: QuestionText, words: list[str], i: int) -> int:
     """The number of words of a cue starting at `i` by the grammar above (0: none)."""
     j = i + 1
     bare = False  # whether the cue may end without a noun for words
+    if words[i] in SPEAKING_VERBS:
+        about = next((k for k in range(j, min(j + MAX_SAID_FILLERS + 1, len(words))) if words[k] == "about"), None)
+        if about is not None and all(w in SAID_FILLERS for w in words[j:about]):
+            return about + 1 - i
     if words[i] in TEXT_VERBS:
         if j >= len(words) or words[j] not in TEXT_VERB_LINKS:
             return 0  # "a term *defined* in X" says where, not what words

@@ -40,6 +40,7 @@ from skbqa.stages.parse.cues import claim_text_cues
 from skbqa.stages.parse.existence import add_existence_triplets
 from skbqa.stages.parse.head_class import add_head_class, claim_relation_head
 from skbqa.stages.parse.kind_requests import type_of_kinds_asked
+from skbqa.stages.parse.possessives import read_possessives
 from skbqa.stages.parse.quantity_nouns import QuantityNouns
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.reached_types import ReachedTypes
@@ -187,7 +188,7 @@ class EncoderParser:
             constants = self._constants.exact(text, typos=reading.typos)
             constants += self._constants.fuzzy(text, query)
             narrowed, afterthought = narrow(text, constants, qualifiers, self._stores.nodes)
-            constants = drop_anaphors(text, narrowed)
+            constants = drop_anaphors(text, read_possessives(text, narrowed, self._stores.nodes))
         if type_source in ("word", "synonym") and target_type is not None:
             constants = self._drop_answer_qualifiers(text, constants, target_type, warnings)
         if reading.head_noun:

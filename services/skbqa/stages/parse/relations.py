@@ -41,6 +41,8 @@ PLAIN_EDGE_BONUS = 0.1
 # clause does not say ("*formerly*", "*regional*") is the narrower reading: each such word costs this much.
 UNSAID_NAME_WORD_PENALTY = 0.1
 _LINKING_WORDS = frozenset({"has", "have", "with", "of", "to", "in"})
+_AUXILIARIES = frozenset({"is", "are", "be", "was", "were", "been", "being", "gets", "get"})
+_NOUN_PHRASE_WORDS = 3  # how far back a description's subject is looked for
 _STEMMER = snowballstemmer.stemmer("english")
 _STEMMER_LOCK = threading.Lock()
 
@@ -121,6 +123,9 @@ class RelationChooser:
         self._edge_stems = [stems(edge_text(e)) for e in self._edges]
         self._name_stems = [stems(e.name.replace("_", " ")) - stems(f"{e.source} {e.target}") for e in self._edges]
         self._stem_weights = stem_weights(self._edges)
+        self._target_verbs = [
+            _verbs_of_the_target(e) if e.source == e.target else frozenset() for e in self._edges
+        ]
 
     def _vectors(self) -> np.ndarray:
         if self._edge_vectors is None:
@@ -138,34 +143,35 @@ class RelationChooser:
         """Whether some edge type joins two nodes of this type."""
         return any(e.source == e.target == node_type for e in self._edges)
 
-    def options(self, constant_type: str, target_type: str, *, constant_is_subject: bool) -> list[RelationOption]:
-        """Schema paths from the constant's type to the target type: direct ones, else through one type."""
-        direct = self._direct(constant_type, target_type, constant_is_subject)
+    def options(
+        self, constant_type: str, target_type: str, *, constant_is_subject: bool, clause: Sequence[str] = ()
+    ) -> list[RelationOption]:
+        """Schema paths from the constant's type to the target type: direct ones, else through one type.
+        `clause`: the words of the constant's clause (a verb whose subject an edge's description makes the target
+        turns that edge's direction: "coffee is *made* of Y" for "… of which the target concept is *made*")."""
+        said = stems(" ".join(clause)) if clause else set()
+        direct = self._direct(constant_type, target_type, constant_is_subject, said)
         if direct:
             return direct
         paths: list[RelationOption] = []
         for middle in self._schema.node_type_names:
             if middle in (constant_type, target_type):
                 continue
-            for first in self._direct(constant_type, middle, constant_is_subject):
-                for second in self._direct(middle, target_type, True):
+            for first in self._direct(constant_type, middle, constant_is_subject, said):
+                for second in self._direct(middle, target_type, True, set()):
                     paths.append(RelationOption(first.hops + second.hops, (middle,)))
         return paths
 
-    def _direct(self, from_type: str, to_type: str, constant_is_subject: bool) -> list[RelationOption]:
+    def _direct(
+        self, from_type: str, to_type: str, constant_is_subject: bool, said: set[str]
+    ) -> list[RelationOption]:
         found: list[RelationOption] = []
-        for edge in self._edges:
-            if (
-                edge.source == from_type
-                and edge.target == to_type
-                and (from_type != to_type or constant_is_subject)
-            ):
+        for edge, target_verbs in zip(self._edges, self._target_verbs, strict=True):
+            # the clause's subject is the edge's source, unless the description says the clause's verb of the target
+            source_side = constant_is_subject != bool(target_verbs & said)
+            if edge.source == from_type and edge.target == to_type and (from_type != to_type or source_side):
                 found.append(RelationOption((Hop(edge, True),), ()))
-            elif (
-                edge.source == to_type
-                and edge.target == from_type
-                and (from_type != to_type or not constant_is_subject)
-            ):
+            elif edge.source == to_type and edge.target == from_type and (from_type != to_type or not source_side):
                 found.append(RelationOption((Hop(edge, False),), ()))
         return found
 
@@ -215,6 +221,24 @@ class RelationChooser:
             hops = tuple(replace(h, any_edge=True) if k == hop else h for k, h in enumerate(best.hops))
             ranked[0] = RelationOption(hops, best.vias, best.score)
         return ranked
+
+
+def _verbs_of_the_target(edge: EdgeType) -> frozenset[str]:
+    """Stems of the verbs an edge's description makes the target the subject of: "… of which *the target concept*
+    is *made*". A passive with its agent ("the target is implied *by* it") says the agent's act, so it is none."""
+    words = _WORD.findall(edge.description.lower())
+    found: set[str] = set()
+    for k, word in enumerate(words):
+        if k < 2 or word in FUNCTION_WORDS or words[k - 1] not in _AUXILIARIES or words[k + 1 : k + 2] == ["by"]:
+            continue
+        subject: list[str] = []
+        for before in reversed(words[max(0, k - 1 - _NOUN_PHRASE_WORDS) : k - 1]):
+            if before in FUNCTION_WORDS and before != "the":
+                break
+            subject.append(before)
+        if "target" in subject:
+            found.add(_stem(word))
+    return frozenset(found)
 
 
 def _rival_hop(best: RelationOption, second: RelationOption) -> int | None:
