@@ -16,6 +16,7 @@ import numpy as np
 from skbqa.query.context import QueryContext
 from skbqa.query.encoder import Encoder
 from skbqa.query.structured import AttributeConstraint, StructuredQuery, Symbol
+from skbqa.stages.parse.agreeing_relations import agree_coordinated
 from skbqa.stages.parse.chain_words import (
     chain_phrases,
     content_words,
@@ -169,6 +170,18 @@ class QueryAssembler:
         phrase_vectors = {i: vectors[j] for j, i in enumerate(ambiguous)}
         encoded = {p: vectors[len(ambiguous) + j] for j, p in enumerate(sorted(wanted))}
         chosen_types: dict[int, str] = {}
+        agreed = agree_coordinated(
+            [(plan.beside, (plan.phrase, plan.subject)) for plan in plans],
+            lambda i: [
+                (
+                    t,
+                    chooser.rank(
+                        o, plans[i].phrase, phrase_vectors.get(i), graph=self._stores.graph, constant_nodes=n
+                    ),
+                )
+                for t, n, o in plans[i].by_type
+            ],
+        )
         for index, plan in enumerate(plans):
             name = f"c{index + 1}"
             best: tuple[float, str, RelationOption] | None = None
@@ -196,6 +209,7 @@ class QueryAssembler:
                 )
                 if ranked and (best is None or ranked[0].score > best[0]):
                     best = (ranked[0].score, type_name, ranked[0])
+            best = agreed.get(index, best)  # "both X and Y": one relation for the two
             if chained is not None:
                 _, type_name, option, used = chained
                 for mention in used:
