@@ -17,3 +17,11 @@ def word_classes(word: str) -> frozenset[str]:
 def is_english(word: str) -> bool:
     """Whether lemminflect's English tables know the word in any part of speech."""
     return bool(word_classes(word))
+
+
+@lru_cache(maxsize=8192)
+def is_base_verb(word: str) -> bool:
+    """Whether the word is a verb's base form ("consist", "involve"; not "consists" or "involved")."""
+    from lemminflect import getAllLemmas
+
+    return word in getAllLemmas(word).get("VERB", ())

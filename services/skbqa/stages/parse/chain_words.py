@@ -15,7 +15,14 @@ INVERSE_WORDS = frozenset(
     {"parent", "parents", "grandparent", "grandparents", "superclass", "superclasses", "supertype", "supertypes",
      "ancestor", "ancestors", "hypernym", "hypernyms", "superordinate", "superordinates", "holonym", "holonyms",
      "broader", "general", "generic", "wider", "above", "containing", "contains", "contain", "include", "includes",
-     "including", "comprising", "comprises", "encompassing", "encompasses", "whole", "wholes"}
+     "including", "comprising", "comprises", "comprise", "encompassing", "encompasses", "whole", "wholes", "consist",
+     "consists", "consisting", "composed"}
+)  # fmt: skip
+# Of those, the verbs whose subject is the whole: as the constant's own verb ("what does X *consist* of") they turn
+# the relation too; an adjective after it describes the answer ("X is a kind of which *broader* process").
+WHOLE_VERBS = frozenset(
+    {"contain", "contains", "include", "includes", "comprise", "comprises", "consist", "consists", "composed",
+     "encompasses"}
 )  # fmt: skip
 CONTENT_MIN_CHARS = 3
 # English words that stand for an unnamed node of any type between the answer and a constant ("packages that

@@ -15,6 +15,7 @@ from skbqa.stages.parse.chain_words import (
     INVERSE_WORDS,
     PLACEHOLDERS,
     RELATIVE_PRONOUNS,
+    WHOLE_VERBS,
     is_narrower_noun,
     nominal_subject,
 )
@@ -133,8 +134,9 @@ class ClauseRoles:
         subject = (
             bool(before and before[-1] in RELATIVE_PRONOUNS) or (bool(after) and not stated_before) or passive
         )
-        # "… that are parents of X": words for the broader end of a hierarchy turn the relation around.
-        inverse = any(w in INVERSE_WORDS for w in before_words)
+        # "… that are parents of X", "what does X *consist* of": words for the broader end of a hierarchy turn the
+        # relation around, before the constant or as its own verb.
+        inverse = any(w in INVERSE_WORDS for w in before_words) or after[:1] in ([w] for w in WHOLE_VERBS)
         return subject != inverse
 
     def _listed_under_an_edge(self, after_words: Sequence[str]) -> bool:

@@ -12,12 +12,19 @@ import numpy as np
 
 from skbqa.query.context import QueryContext
 from skbqa.stages.english import is_english, word_classes
-from skbqa.stages.parse.chain_words import PLACEHOLDERS, RELATING_PREPOSITIONS, RELATIVE_PRONOUNS, after_kind_noun
+from skbqa.stages.parse.chain_words import PLACEHOLDERS, RELATING_PREPOSITIONS, after_kind_noun
 from skbqa.stages.parse.gerunds import gerund_name
 from skbqa.stages.parse.modifier_words import COMPARATIVES, compared, only_a_modifier
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.relation_labels import RelationLabels
-from skbqa.stages.parse.relation_verbs import relates, stated_stems, states_a_relation
+from skbqa.stages.parse.relation_verbs import (
+    DO_AUXILIARIES,
+    relates,
+    stated_stems,
+    states_a_relation,
+    verb_after_do_subject,
+    verb_of_relative_clause,
+)
 from skbqa.stages.parse.relations import stems
 from skbqa.stages.parse.spelling import Speller, span_readings
 from skbqa.stages.parse.type_descriptions import called_nouns
@@ -34,7 +41,6 @@ SHORT_ENGLISH = frozenset(
      "ie", "eg", "et", "al", "re", "pm", "st", "nd", "rd", "th"}
 )  # fmt: skip
 INDEFINITE_ARTICLES = frozenset({"a", "an"})  # before a single word: a common noun ("an archive"), no name
-DO_AUXILIARIES = frozenset({"do", "does", "did"})
 MIN_FUZZY_WORDS = 2
 LONG_RESPELL_NAME_WORDS = 3  # a long word English also knows is respelt only inside a name this long
 MIN_SINGLE_CORRECTED_CHARS = 7  # a corrected one-word name must be long: short unknown words are mostly jargon
@@ -284,7 +290,7 @@ class ConstantSpotter:
             return False  # "*hey*, quick one: …", "*stuff* that suggests X": how the question opens
         if text.gap_before(index) == "-" and text.tokens[index].text.islower() and _a_participle(word):
             return False  # "Golgi stack-*localized* genes", "CLRN1-*related*": it relates the word before
-        if self._verb_of_relative_clause(text, index) or compared(text, index):
+        if verb_of_relative_clause(text, index) or verb_after_do_subject(text, index) or compared(text, index):
             return False  # "… that *links* against X"; "the *same* as X", "more *general* terms"
         if not after_preposition and relates(text, index, self._stated_stems):
             return False  # "are *used* in the field of X", "adverbs *formed* from X"
@@ -309,20 +315,6 @@ class ConstantSpotter:
             return True
         # "which parts does *a bank* have?": the subject of a do-question is what it asks about
         return start >= 2 and text.tokens[start - 2].lower in DO_AUXILIARIES
-
-    @staticmethod
-    def _verb_of_relative_clause(text: QuestionText, index: int) -> bool:
-        """ "… that *links* against libnet1": a lower-case verb right after a relative pronoun, followed by a
-        preposition or an article, is the clause's verb (in "… that *curl* depends on" a verb follows: the word is
-        the clause's subject, a name)."""
-        if index == 0 or text.tokens[index - 1].lower not in RELATIVE_PRONOUNS or index + 1 >= len(text):
-            return False
-        if not text.tokens[index].text.islower():
-            return False
-        following = text.tokens[index + 1].lower
-        if following not in FUNCTION_WORDS and following not in EXTRA_PREPOSITIONS:
-            return False
-        return "VERB" in word_classes(text.tokens[index].lower)
 
     def _typed_next_to(self, text: QuestionText, index: int) -> bool:
         """A type word right after ("the less package"), or a singular one right before ("the package less"; "the
@@ -366,7 +358,6 @@ class ConstantSpotter:
 
 
 # Prepositions a verb may take that the function words leave out
-EXTRA_PREPOSITIONS = frozenset({"against", "upon", "onto", "towards", "toward", "alongside"})
 
 
 def _a_participle(word: str) -> bool:

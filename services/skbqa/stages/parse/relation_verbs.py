@@ -1,6 +1,8 @@
-"""Verbs of the schema's own relations in a question: "are *used* in the field of X", "adverbs *formed* from X",
-"… and *mean* nearly the same as X". Where every English word is some node's name (a dictionary), such a word is
-still the clause's verb, not a node: the schema states its relations with it, and the question uses it as one.
+"""Verbs in a question that are no names. The schema's own relations' verbs: "are *used* in the field of X",
+"adverbs *formed* from X", "… and *mean* nearly the same as X". Where every English word is some node's name (a
+dictionary), such a word is still the clause's verb, not a node: the schema states its relations with it, and
+the question uses it as one. And the verbs English grammar marks: a relative clause's ("… that *links* against
+X") and a do-question's ("what does a knife *consist* of").
 """
 
 from __future__ import annotations
@@ -10,16 +12,20 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from skbqa.skb.schema import EdgeType
-from skbqa.stages.english import word_classes
+from skbqa.stages.english import is_base_verb, word_classes
 from skbqa.stages.parse.chain_words import RELATING_PREPOSITIONS, RELATIVE_PRONOUNS
 from skbqa.stages.parse.modifier_words import in_respect_of
-from skbqa.stages.parse.question_text import QuestionText
+from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
 from skbqa.stages.parse.relations import stems
 from skbqa.stages.parse.spelling import reads_as_participle
 from skbqa.stages.parse.type_synonyms import COPULAS
 
 # What a relation's verb is followed by when it relates: a preposition ("formed *from*"), or a degree adverb before
 # its object ("mean *nearly* the same as").
+EXTRA_PREPOSITIONS = frozenset({"against", "upon", "onto", "towards", "toward", "alongside"})
+DO_AUXILIARIES = frozenset({"do", "does", "did"})
+MAX_DO_SUBJECT_WORDS = 5
+_ARTICLES = frozenset({"a", "an", "the"})
 DEGREE_ADVERBS = frozenset({"nearly", "roughly", "almost", "approximately", "exactly", "closely", "directly"})
 
 
@@ -73,3 +79,32 @@ def relates(text: QuestionText, index: int, relation_stems: set[str]) -> bool:
     if not (states_a_relation(word, relation_stems) or states_a_relation(verb_lemma(word), relation_stems)):
         return False
     return before in COPULAS or after in RELATING_PREPOSITIONS or after in DEGREE_ADVERBS
+
+
+def verb_of_relative_clause(text: QuestionText, index: int) -> bool:
+    """ "… that *links* against libnet1": a lower-case verb right after a relative pronoun, followed by a
+    preposition or an article, is the clause's verb (in "… that *curl* depends on" a verb follows: the word is
+    the clause's subject, a name)."""
+    if index == 0 or text.tokens[index - 1].lower not in RELATIVE_PRONOUNS or index + 1 >= len(text):
+        return False
+    if not text.tokens[index].text.islower():
+        return False
+    following = text.tokens[index + 1].lower
+    if following not in FUNCTION_WORDS and following not in EXTRA_PREPOSITIONS:
+        return False
+    return "VERB" in word_classes(text.tokens[index].lower)
+
+
+def verb_after_do_subject(text: QuestionText, index: int) -> bool:
+    """ "what does a knife *consist* of", "what does trading *involve*": a lower-case verb in its base form after
+    "does" and a subject is the question's verb, not a name."""
+    word = text.tokens[index]
+    if not word.text.islower() or not is_base_verb(word.lower):
+        return False
+    for after in range(index, max(0, index - 1 - MAX_DO_SUBJECT_WORDS), -1):
+        if text.boundary_before(after):
+            return False
+        if text.tokens[after - 1].lower in DO_AUXILIARIES:
+            # a subject between ("does *a bank* have"; in "does a *bank* …" the word is the subject)
+            return any(t.lower not in _ARTICLES for t in text.tokens[after:index])
+    return False
