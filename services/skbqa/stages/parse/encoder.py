@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 
 from skbqa.query.context import QueryContext
 from skbqa.query.encoder import Encoder
@@ -30,15 +29,14 @@ from skbqa.stages.parse.base import Reading
 from skbqa.stages.parse.chain_words import (
     RELATIVE_PRONOUNS,
     SHARING_WORDS,
-    TWO_LEVEL_WORDS,
-    hierarchy_depth,
     is_narrower_noun,
 )
 from skbqa.stages.parse.constants import FUZZY_MIN_COSINE, Constant, ConstantSpotter
 from skbqa.stages.parse.cue_reader import CueReader
 from skbqa.stages.parse.cues import claim_text_cues
 from skbqa.stages.parse.existence import add_existence_triplets
-from skbqa.stages.parse.head_class import add_head_class, claim_relation_head
+from skbqa.stages.parse.head_class import add_head_class, claim_relation_head, names_types
+from skbqa.stages.parse.hierarchy_levels import reads_hierarchy, span_two_levels
 from skbqa.stages.parse.kind_requests import type_of_kinds_asked
 from skbqa.stages.parse.possessives import read_possessives
 from skbqa.stages.parse.quantity_nouns import QuantityNouns
@@ -203,7 +201,13 @@ class EncoderParser:
             if reached is not None:  # the graph corroborates the guess or overrules it
                 warnings.append(f"target type {reached!r}: where the edge the question names leads in the graph")
                 target_type, type_source = reached, "relation"
-        said = claim_relation_head(text, self._stores, warnings) if type_source == "synonym" else None
+        said = (
+            claim_relation_head(
+                text, self._stores, warnings, lambda: names_types(text, constants, self._types, self._stores)
+            )
+            if type_source == "synonym"
+            else None
+        )
         if said is not None and said != target_type:
             target_type = said
             constraints = self._attributes(text, said, query.encoder)
@@ -224,9 +228,9 @@ class EncoderParser:
             for w in text.leftover_content()
             if w.lower()[:5] not in self._constants.relation_stems and not is_discourse_word(w.lower())
         ]
-        if _reads_hierarchy(parsed):  # "a subtype of", "part of some": stated by the chain, not text to match
+        if reads_hierarchy(parsed):  # "a subtype of", "part of some": stated by the chain, not text to match
             leftover = [w for w in leftover if not is_narrower_noun(w.lower())]
-            leftover = self._two_levels(text, parsed, leftover, warnings)
+            leftover = span_two_levels(text, parsed, leftover, warnings)
         if (
             any(s.type is not None and not s.is_constant and n != parsed.target for n, s in parsed.symbols.items())
             or len(parsed.constants) > 1
@@ -366,35 +370,6 @@ class EncoderParser:
         spot = self._spot_attributes
         return spot is not None and any(spot(QuestionText.of(word), t, True) for t in self._schema.node_type_names)
 
-    def _two_levels(
-        self, text: QuestionText, parsed: StructuredQuery, leftover: list[str], warnings: list[str]
-    ) -> list[str]:
-        """ "Grandchild terms of X", "terms two levels below X": the one hierarchy hop next to a constant spans two
-        levels (the grounding walks exactly two edges of it). The depth words are then explained, not text."""
-        depth = hierarchy_depth(text.words(0, len(text)))
-        if depth == 1:
-            return leftover
-        hops = [
-            i for i, t in enumerate(parsed.triplets) if parsed.symbols[t.head].type == parsed.symbols[t.tail].type
-        ]
-        # one hop only: "a subtype of a subtype of X" has its two levels as two hops already
-        if len(hops) != 1 or parsed.triplets[hops[0]].edge is None:
-            return leftover
-        parsed.triplets[hops[0]] = replace(parsed.triplets[hops[0]], min_hops=depth, max_hops=depth)
-        warnings.append(f"the hierarchy hop spans {depth} levels")
-        return [w for w in leftover if w.lower() not in TWO_LEVEL_WORDS | {"levels", "level", "two", "below"}]
-
 
 _TYPE_WORD_PAIR = re.compile(r"(?<![\w-])([A-Za-z]+)(?:\s+(?:or|and)\s+|\s*/\s*)([A-Za-z]+)(?![\w-])")
 KB_CONTEXT_PREPOSITIONS = frozenset({"in", "within", "on", "from", "across", "for"})
-
-
-def _reads_hierarchy(parsed: StructuredQuery) -> bool:
-    """Whether a triplet joins two nodes of one type (a hierarchy hop through an unnamed node)."""
-    return any(
-        t.head in parsed.symbols
-        and t.tail in parsed.symbols
-        and parsed.symbols[t.head].type == parsed.symbols[t.tail].type
-        and not (parsed.symbols[t.head].is_constant and parsed.symbols[t.tail].is_constant)
-        for t in parsed.triplets
-    )

@@ -8,14 +8,18 @@ instances: a constraint (answer)-[any edge]->(the named node). A word the type d
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
+
+import numpy as np
 
 from skbqa.query.structured import StructuredQuery, Symbol, Triplet
 from skbqa.skb.schema import EdgeType
 from skbqa.stages.parse.class_modifiers import premodifier, read_modifier
+from skbqa.stages.parse.constants import Constant
 from skbqa.stages.parse.question_text import QuestionText
 from skbqa.stages.parse.relation_labels import EDGE_NAME
 from skbqa.stages.parse.relations import stems
-from skbqa.stages.parse.type_mentions import noun_lemma
+from skbqa.stages.parse.type_mentions import TypeVocabulary, noun_lemma
 from skbqa.stages.senses import closest_senses
 from skbqa.stores.index import IndexStores
 from skbqa.stores.lexicon import NameLexicon
@@ -74,11 +78,15 @@ def _shared_start(a: str, b: str) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
-def claim_relation_head(text: QuestionText, stores: IndexStores, warnings: list[str]) -> str | None:
+def claim_relation_head(
+    text: QuestionText, stores: IndexStores, warnings: list[str], typed_names: Callable[[], set[str]]
+) -> str | None:
     """ "which *components* make up a piano" where part_of is "a component of the whole": a head noun that an edge's
     gloss uses says the answer's relation, not a class; its words join the relation's clause (claimed as an edge
     name's words) and `warnings` says so. Returns the answer's type when every edge that gloss belongs to joins
-    nodes of one type (part_of: artifact to artifact), which outweighs a synonym's guess; else None."""
+    nodes of one type (part_of: artifact to artifact), which outweighs a synonym's guess; when each of those edges
+    joins two nodes of one type but of several types in all ("*antonyms* of the verb stand": noun to noun, verb to
+    verb …), the one of them `typed_names` (the types the question's names are of) holds; else None."""
     runs = head_runs(text)
     if not runs:
         return None
@@ -95,6 +103,8 @@ def claim_relation_head(text: QuestionText, stores: IndexStores, warnings: list[
     text.claim(runs[-1][0], runs[-1][-1] + 1, EDGE_NAME)
     warnings.append("the answer's head noun says its relation")
     ends = {end for edge in saying for end in (edge.source, edge.target)}
+    if len(ends) > 1 and all(edge.source == edge.target for edge in saying):
+        ends &= typed_names()
     return ends.pop() if len(ends) == 1 else None
 
 
@@ -144,3 +154,17 @@ def add_head_class(
     modifier = premodifier(parsed, text, head_start)
     if modifier is not None and not read_modifier(parsed, modifier[0], symbol, found, lexicon, stores, warnings):
         text.release(modifier[1], head_start)  # its words stay for ranking
+
+
+def names_types(
+    text: QuestionText, constants: Sequence[Constant], types: TypeVocabulary, stores: IndexStores
+) -> set[str]:
+    """The types the question's names are of: the one a type word right before a name says ("the *verb* stand"),
+    else every type of its nodes."""
+    node_types = stores.nodes.schema.node_types
+    found: set[str] = set()
+    for constant in constants:
+        own = {node_types[int(c)].name for c in np.unique(stores.nodes.types[constant.positions])}
+        typed = types.type_at(text, constant.start - 1) if constant.start > 0 else None
+        found |= {typed} if typed in own else own
+    return found
