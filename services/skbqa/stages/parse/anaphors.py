@@ -1,6 +1,6 @@
 """A noun after a demonstrative refers back: "tennis: which nouns are filed under *that topic*?", "zsh — what does
-*this package* depend on?". The noun is no constant of its own: the question named what it refers to earlier. English
-only; nothing of any one SKB.
+*this package* depend on?". The noun is no constant of its own: the question named what it refers to earlier. And
+where a pronoun stands for such a name ("X: what depends on *it*?"). English only; nothing of any one SKB.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ C = TypeVar("C", bound=Constant)
 # the noun must end its clause to be read as a reference back.
 DEMONSTRATIVES = frozenset({"this", "these"})
 AMBIGUOUS_DEMONSTRATIVES = frozenset({"that", "those"})
+# Pronouns that stand for a node named earlier ("X: what depends on *it*?", "X genes - where do *their* products …")
+REFERRING_PRONOUNS = frozenset({"it", "its", "them", "their", "this", "they"})
 
 
 def drop_anaphors(text: QuestionText, constants: Sequence[C]) -> list[C]:
@@ -40,3 +42,9 @@ def _refers_back(text: QuestionText, constant: Constant) -> bool:
         return True
     ends_clause = constant.end >= len(text) or text.boundary_before(constant.end)
     return before in AMBIGUOUS_DEMONSTRATIVES and ends_clause
+
+
+def referring_pronoun(text: QuestionText) -> int | None:
+    """Where the question's one free pronoun stands, if it has one."""
+    found = [i for i, t in enumerate(text.tokens) if t.lower in REFERRING_PRONOUNS and text.claimed[i] is None]
+    return found[0] if len(found) == 1 else None

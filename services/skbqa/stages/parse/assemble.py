@@ -17,6 +17,7 @@ from skbqa.query.context import QueryContext
 from skbqa.query.encoder import Encoder
 from skbqa.query.structured import AttributeConstraint, StructuredQuery, Symbol
 from skbqa.stages.parse.agreeing_relations import agree_coordinated
+from skbqa.stages.parse.anaphors import referring_pronoun
 from skbqa.stages.parse.chain_words import (
     chain_phrases,
     content_words,
@@ -33,6 +34,9 @@ from skbqa.stages.parse.way_nodes import unnamed_noun, with_head_nouns
 from skbqa.stores.index import IndexStores
 
 TARGET = "y"
+# Of a name's nodes: those whose edges say which readings the data allows (a name of many senses, "hot": 21, may
+# have the edge on a sense far down its list), and those a chain through unnamed nodes is walked from.
+MAX_NODES_CHECKED, CHAIN_START_NODES = 64, 5
 
 
 @dataclass
@@ -103,7 +107,7 @@ class QueryAssembler:
         ]
         plans: list[_Plan] = []
         wanted: set[str] = set()
-        pronoun = _referring_pronoun(text)
+        pronoun = referring_pronoun(text)
         for named in constants:
             hinted = next((m.type_name for m in hints if self._roles.typed_by(text, m, named)), None)
             hinted = hinted or self._roles.hint_after(text, named)
@@ -194,13 +198,18 @@ class QueryAssembler:
                 for mentions in _mention_runs(plan.inner):
                     found = reader.via_mentions(
                         plan.clause, mentions, [m.start - plan.left for m in mentions], target_type, type_name,
-                        encoded, self._stores.graph, nodes,
+                        encoded, self._stores.graph, nodes[:CHAIN_START_NODES],
                     )  # fmt: skip
                     if found is not None and (chained is None or _longer_or_better(found, mentions, chained)):
                         chained = (found.score, type_name, found, mentions)
                 if chains and chained is None and options:
                     found = reader.hierarchy(
-                        plan.clause[0], target_type, type_name, encoded, self._stores.graph, nodes
+                        plan.clause[0],
+                        target_type,
+                        type_name,
+                        encoded,
+                        self._stores.graph,
+                        nodes[:CHAIN_START_NODES],
                     )
                     if found is not None:
                         chained = (found.score, type_name, found, ())
@@ -243,7 +252,7 @@ class QueryAssembler:
             parsed.triplets.extend(option.triplets(name, TARGET, vias))
             if chained is not None and type_name == target_type and option.vias:
                 # "genes that share a disease with X": X itself shares everything with itself, which no one asks
-                parsed.constraints.append(self._not_the_constant(nodes_of(plan, type_name)))
+                parsed.constraints.append(self._not_the_constant(_nodes_of(plan, type_name)))
         return parsed
 
     def _options_by_type(
@@ -262,7 +271,7 @@ class QueryAssembler:
             type_name = self._schema.node_types[type_code].name
             if hinted is not None and type_name != hinted:
                 continue
-            nodes = constant.positions[node_types[constant.positions] == type_code][:5]
+            nodes = constant.positions[node_types[constant.positions] == type_code][:MAX_NODES_CHECKED]
             by_type.append(
                 (
                     type_name,
@@ -350,11 +359,6 @@ class QueryAssembler:
         return [word] if any(added and added <= said and added & stems(word) for added in self._name_stems) else []
 
 
-def nodes_of(plan: _Plan, type_name: str) -> np.ndarray:
-    """The constant's nodes of the type its relation was read for."""
-    return next(nodes for name, nodes, _ in plan.by_type if name == type_name)
-
-
 def _mention_runs(inner: Sequence[TypeMention]) -> list[tuple[TypeMention, ...]]:
     """The intermediate nodes a chain may pass through: each type word alone, and each two in the order written
     (longer chains are not read: each hop needs words of its own, and questions rarely state three)."""
@@ -376,8 +380,6 @@ def _longer_or_better(
 
 
 ALSO_WORDS = frozenset({"also", "too"})
-# Pronouns that stand for a node named earlier ("X: what depends on *it*?", "X genes - where do *their* products …")
-REFERRING_PRONOUNS = frozenset({"it", "its", "them", "their", "this", "they"})
 
 
 def _in_parentheses(text: QuestionText, index: int) -> bool:
@@ -385,14 +387,13 @@ def _in_parentheses(text: QuestionText, index: int) -> bool:
     return before.count("(") > before.count(")")
 
 
-def _referring_pronoun(text: QuestionText) -> int | None:
-    """Where the question's one free pronoun stands, if it has one."""
-    found = [i for i, t in enumerate(text.tokens) if t.lower in REFERRING_PRONOUNS and text.claimed[i] is None]
-    return found[0] if len(found) == 1 else None
-
-
 def _types_in_order(positions: np.ndarray, node_types: np.ndarray) -> list[int]:
     """Distinct type codes of the matching nodes, in order of first appearance (names come before aliases)."""
     codes = node_types[positions]
     _, first = np.unique(codes, return_index=True)
     return [int(codes[i]) for i in sorted(first)]
+
+
+def _nodes_of(plan: _Plan, type_name: str) -> np.ndarray:
+    """The nodes a chain starts from, of the constant's type its relation was read for."""
+    return next(nodes for name, nodes, _ in plan.by_type if name == type_name)[:CHAIN_START_NODES]
