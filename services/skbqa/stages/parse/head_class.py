@@ -64,6 +64,10 @@ def relation_nouns(stores: IndexStores) -> tuple[dict[EdgeType, frozenset[str]],
     return edges, frozenset(re.findall(r"[a-z]+", types.lower()))
 
 
+def type_name_words(stores: IndexStores) -> frozenset[str]:
+    return frozenset(w for t in stores.nodes.schema.node_types for w in re.findall(r"[a-z]+", t.name.lower()))
+
+
 def _says(noun: str, words: frozenset[str] | set[str]) -> bool:
     """Whether the noun is one of the words, or the same word but for a short ending ("meronyms" in "member
     meronymy"); not merely a shared start ("species", "specific")."""
@@ -94,7 +98,12 @@ def claim_relation_head(
     singular = noun_lemma(last) or last
     edge_words, type_words = relation_nouns(stores)
     saying = [edge for edge, words in edge_words.items() if _says(singular, words)]
-    if not saying or _says(singular, type_words):
+    # a word of an edge's own name ("*parts*": part_of) says the relation though a type's description uses it in
+    # passing ("one *part* of speech"); a word of a type's name never does
+    named = [edge for edge in saying if _says(singular, frozenset(edge.name.lower().split("_")))]
+    if named and not _says(singular, type_name_words(stores)):
+        saying = named
+    elif not saying or _says(singular, type_words):
         return None
     first = runs[-1][0]
     type_stems = set().union(*(stems(t.name.replace("_", " ")) for t in stores.nodes.schema.node_types))
