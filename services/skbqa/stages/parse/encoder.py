@@ -35,6 +35,7 @@ from skbqa.stages.parse.constants import FUZZY_MIN_COSINE, Constant, ConstantSpo
 from skbqa.stages.parse.cue_reader import CueReader
 from skbqa.stages.parse.cues import claim_text_cues
 from skbqa.stages.parse.existence import add_existence_triplets
+from skbqa.stages.parse.genitive_nouns import of_phrase_for_genitive
 from skbqa.stages.parse.head_class import add_head_class, claim_relation_head, names_types
 from skbqa.stages.parse.hierarchy_levels import reads_hierarchy, span_two_levels
 from skbqa.stages.parse.kind_requests import type_of_kinds_asked
@@ -164,6 +165,12 @@ class EncoderParser:
         )
         if qualifiers:
             warnings.append(f"{len(qualifiers)} sense qualifier(s) read as which node a name means")
+        genitive = of_phrase_for_genitive(
+            question, lambda phrase: lexicon.positions(phrase, original=phrase).size > 0
+        )
+        if genitive is not None:
+            question = genitive
+            warnings.append("a common noun's noun read as an of-phrase")
         text = QuestionText.of(question, is_name=self._is_name if reading.head_noun else None)
         with query.stage("parse.target_type"):
             target_type, type_source = self._target.read(query, text, warnings, reading.head_noun)
