@@ -11,6 +11,7 @@ was lost and no call saw two final answers, and records its row of the fault mat
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import time
 
@@ -65,6 +66,7 @@ def test_broker_crash_mid_stream_answers_every_accepted_request_once(stack, expe
     and object store."""
     questions = QUESTIONS * 2
     duplicates_before = messages(stack, "gateway-0", "duplicate")
+    resent_before = messages(stack, "gateway-0", "resent")
     window: dict[str, float] = {}
     evidence: dict[str, object] = {}
 
@@ -95,6 +97,8 @@ def test_broker_crash_mid_stream_answers_every_accepted_request_once(stack, expe
         duplicates_dropped=dropped,
         module=__name__,
         in_flight_across_crash=len(across),
+        # requests the gateway sent again because no stage held them (docs/distributed.md)
+        resent=messages(stack, "gateway-0", "resent") - resent_before,
         gateway_serving_after_crash_s=round(window["serving"] - window["crash"], 1),
         in_flight_across_crash_answered=sum(1 for c in across if c.status is None and c.finals),
         lost_requests_records_per_topic=lost,
@@ -107,7 +111,11 @@ def test_broker_crash_mid_stream_answers_every_accepted_request_once(stack, expe
         for c in calls
         if c.request_id in lost_ids
     }
-    assert result.accounted and result.lost == 0, (result, lost, timeline, evidence)
+    # a string, so that pytest shows all of it (it shortens the repr of any other object)
+    why = json.dumps(
+        {"result": str(result), "trace": lost, "timeline": timeline, "evidence": evidence}, default=str
+    )
+    assert result.accounted and result.lost == 0, why
     assert result.duplicates_delivered == 0, result  # no call saw a second final answer
     assert set(result.clear_status) <= {"UNAVAILABLE"}, result.clear_status  # refused while it was down
     # how many calls fall in the outage depends on how fast refusals come back and when the gateway's health

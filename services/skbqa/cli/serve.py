@@ -108,6 +108,13 @@ def add_serve_parser(sub: Any) -> None:
         "NOT_SERVING (SKBQA_STAGE_STALL_S, default 10, 0 = off)",
     )
     p.add_argument(
+        "--resend-after",
+        type=float,
+        default=None,
+        help="gateway: seconds a request may go without word while no stage holds it before it is sent again "
+        "(SKBQA_RESEND_AFTER_S, default 5, 0 = off)",
+    )
+    p.add_argument(
         "--client-max-inflight",
         type=int,
         default=None,
@@ -136,6 +143,9 @@ def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
             args.lag_interval if args.lag_interval is not None else float(env("LAG_INTERVAL_S", "5") or 5)
         )
         stage_stall = args.stage_stall if args.stage_stall is not None else float(env("STAGE_STALL_S", "10") or 0)
+        resend_after = (
+            args.resend_after if args.resend_after is not None else float(env("RESEND_AFTER_S", "5") or 0)
+        )
         keep = args.snapshots_keep if args.snapshots_keep is not None else int(env("SNAPSHOTS_KEEP", "3") or 3)
     except ValueError as exc:
         raise InvalidInputError(f"bad numeric setting: {exc}") from None
@@ -164,6 +174,7 @@ def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
         max_inflight=inflight,
         lag_interval_s=lag_interval,
         stage_stall_s=stage_stall,
+        resend_after_s=resend_after,
         colocated=_colocated(args.colocated),
     )
 

@@ -166,7 +166,12 @@ def start_gateway(
     from skbqa.serving.gateway.bus_backend import BusBackend
 
     bus = bus_from_url(settings.bus_url)
-    backend = BusBackend(bus, stall_s=settings.stage_stall_s, colocated=settings.colocated)
+    backend = BusBackend(
+        bus,
+        stall_s=settings.stage_stall_s,
+        colocated=settings.colocated,
+        resend_after_s=settings.resend_after_s,
+    )
     feed, live = None, None
     if takes_changes(settings):  # changes go to the updater through skbqa.changes (docs/updates.md)
         from skbqa.changes.snapshot import kb_version
@@ -346,7 +351,12 @@ def start_all_in_one(
             logger.warning(
                 "%s: no partitions assigned after %.0f s; serving anyway", worker.core.role, JOIN_TIMEOUT_S
             )
-    backend = BusBackend(bus, stall_s=settings.stage_stall_s, colocated=settings.colocated)
+    backend = BusBackend(
+        bus,
+        stall_s=settings.stage_stall_s,
+        colocated=settings.colocated,
+        resend_after_s=settings.resend_after_s,
+    )
     servicer = _api_servicer(settings, backend, backend.gateway_id)
     server = _api_server(settings, servicer, limits)
     backend.wait_ready(60.0)

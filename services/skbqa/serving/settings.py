@@ -48,6 +48,8 @@ class ServiceSettings:
     lag_interval_s: float = 5.0  # stage workers: how often the group's lag goes to skbqa_kafka_lag (<= 0: off)
     # gateway: how long messages may wait for a stage without progress before its health turns NOT_SERVING
     stage_stall_s: float = 10.0
+    # gateway: how long a request may go without word while no stage holds it before it is sent again (0: never)
+    resend_after_s: float = 5.0
     # the deployment's co-located stage groups ("parser+symbols+grounding", …): the gateway does not watch the
     # topics inside a group (they have no consumer group), and `all` runs each group as one worker
     colocated: tuple[str, ...] = ()

@@ -297,7 +297,7 @@ class SkbqaServicer(api_pb2_grpc.SkbqaServicer):
                 raise _Aborted(
                     DEADLINE_EXCEEDED, f"no answer within {timeout:.1f} s (request {message.request_id})"
                 ) from None
-            if envelope.request_id != message.request_id:  # never another call's answer
+            if envelope.request_id not in waiter.ids:  # never another call's answer
                 logger.error("request %s was handed an answer for another request", message.request_id)
                 raise _Aborted(
                     INTERNAL, f"internal error (request {message.request_id}); the server log has the details"

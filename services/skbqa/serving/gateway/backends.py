@@ -23,6 +23,7 @@ class Waiter:
 
     def __init__(self, request_id: str) -> None:
         self.request_id = request_id
+        self.ids = {request_id}  # every id its answers may come under (a request sent again has an alias)
         self._answers: queue.Queue[AnswerEnvelope] = queue.Queue()
         self.done = False
 

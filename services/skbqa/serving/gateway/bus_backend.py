@@ -25,6 +25,7 @@ from skbqa.observability import hops
 from skbqa.observability.metrics import get_metrics
 from skbqa.serving import latency_trace
 from skbqa.serving.gateway.backends import Waiter
+from skbqa.serving.gateway.resends import RESEND_AFTER_S, ResendingWaiter
 from skbqa.serving.gateway.stage_liveness import DEFAULT_STALL_S, StageLiveness, watched_stages
 from skbqa.serving.stages.core import AnswerEnvelope, StageMessage
 
@@ -52,10 +53,13 @@ class BusBackend:
         poll_timeout_s: float = 0.05,
         stall_s: float = DEFAULT_STALL_S,
         colocated: Sequence[str] = (),
+        resend_after_s: float = RESEND_AFTER_S,
     ) -> None:
         """`stall_s`: how long messages may wait for a stage without progress before the gateway reports it
         (NOT_SERVING; <= 0: stages are not watched). `colocated`: the deployment's co-located stage groups
-        ("parser+symbols+grounding"), watched as one service each."""
+        ("parser+symbols+grounding"), watched as one service each. `resend_after_s`: how long a request may go
+        without word while no stage holds it before it is sent again (`resends`; <= 0, or stages not watched:
+        never)."""
         self.gateway_id = gateway_id or uuid.uuid4().hex[:12]
         self._bus = bus
         self._answered_at: float | None = None  # time.monotonic() of the last answer routed
@@ -73,6 +77,7 @@ class BusBackend:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._poll_timeout_s = poll_timeout_s
+        self._resend_after_s = resend_after_s
         # latest: a new replica has no business with answers to requests made before it existed
         self._consumer: Consumer = bus.consumer(
             [topics.ANSWER], group=f"skbqa-gateway-{self.gateway_id}", from_beginning=False
@@ -104,12 +109,24 @@ class BusBackend:
         message.gateway_id = self.gateway_id
         if message.hops:  # the trace's first hop ends as the request leaves for the bus
             latency_trace.mark(message, hops.GATEWAY_ACCEPT)
-        return self.request(topics.QUERY, message.request_id, message.SerializeToString(), timeout_s)
+        waiter = Waiter(message.request_id)
+        liveness = self._liveness
+        if liveness is not None and self._resend_after_s > 0:
+            waiter = ResendingWaiter(
+                message.request_id,
+                lambda again: self._send_again(again, message),
+                lambda: liveness.idle_at,
+                after_s=self._resend_after_s,
+            )
+        return self._register(topics.QUERY, waiter, message.SerializeToString(), timeout_s)
 
     def request(self, topic: str, request_id: str, value: bytes, timeout_s: float | None = None) -> Waiter:
         """Publish `value` to `topic` under `request_id` and return the waiter for the answers addressed to this
         gateway under that id (a stage's answer, or the updater's to a change batch); errors as `submit`."""
-        waiter = Waiter(request_id)
+        return self._register(topic, Waiter(request_id), value, timeout_s)
+
+    def _register(self, topic: str, waiter: Waiter, value: bytes, timeout_s: float | None) -> Waiter:
+        request_id = waiter.request_id
         with self._lock:
             # One waiter per id: another call's waiter is never replaced (its answers would reach this call). The
             # servicer gives every call an id of its own (requests.new_request), so this is a guard, not a path.
@@ -133,13 +150,41 @@ class BusBackend:
         future.add_done_callback(lambda _: self._backlog.release())
         return future
 
+    def _send_again(self, waiter: ResendingWaiter, message: StageMessage) -> None:
+        """Publish the request again under a new alias id of its waiter (`resends`); a failed publish is logged
+        and the call waits on (it may be sent again later)."""
+        alias = f"{message.request_id}~{waiter.resends}"
+        with self._lock:
+            if self._waiters.get(waiter.request_id) is not waiter:
+                return  # the call has ended meanwhile
+            self._waiters[alias] = waiter
+            waiter.ids.add(alias)
+        again = StageMessage()
+        again.CopyFrom(message)
+        again.request_id = alias
+        get_metrics().count_message("gateway", "resent")
+        logger.warning(
+            "request %s had no answer and no stage held it: sent again as %s", message.request_id, alias
+        )
+        try:
+            self._publish(topics.QUERY, alias, again.SerializeToString()).add_done_callback(_log_failed_resend)
+        except BackendUnavailableError as exc:
+            logger.warning("sending request %s again failed: %s", message.request_id, exc)
+
     def forget(self, waiter: Waiter) -> None:
         with self._lock:
             if self._waiters.get(waiter.request_id) is waiter:  # still waiting: the call ended unanswered
-                del self._waiters[waiter.request_id]
-                self._unanswered[waiter.request_id] = None
+                self._drop(waiter)
+                for request_id in waiter.ids:
+                    self._unanswered[request_id] = None
                 while len(self._unanswered) > ENDED_UNANSWERED:
                     self._unanswered.popitem(last=False)
+
+    def _drop(self, waiter: Waiter) -> None:
+        """Unregister every id of `waiter` (under `_lock`)."""
+        for request_id in waiter.ids:
+            if self._waiters.get(request_id) is waiter:
+                del self._waiters[request_id]
 
     def ready(self) -> bool:
         """Serving only once the answer consumer holds its partitions (earlier answers would be missed), and
@@ -195,7 +240,7 @@ class BusBackend:
                 with self._lock:
                     waiter = self._waiters.get(envelope.request_id)
                     if waiter is not None and envelope.kind != AnswerEnvelope.PARTIAL:
-                        del self._waiters[envelope.request_id]
+                        self._drop(waiter)
                     late = waiter is None and self._unanswered.pop(envelope.request_id, 0) is None
                 if waiter is None:
                     metrics.count_message("gateway", "late" if late else "duplicate")
@@ -212,3 +257,9 @@ class BusBackend:
         self._thread.join(timeout=5)
         self._publisher.shutdown(wait=False, cancel_futures=True)
         self._consumer.close()
+
+
+def _log_failed_resend(future: Future[None]) -> None:
+    error = future.exception()
+    if error is not None:
+        logger.warning("sending a request again failed: %s", str(error).splitlines()[0] if str(error) else error)

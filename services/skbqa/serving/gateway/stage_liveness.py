@@ -81,6 +81,8 @@ class StageLiveness:
         self._clock = clock
         self._last_answer = last_answer
         self._watches = {stage: _Watch() for stage, _ in self._stages}
+        # when (on `clock`) the last check began that read every stage's lag, all 0: nothing waits anywhere
+        self.idle_at: float | None = None
         watched = {stage.split("+")[0] for stage, _ in self._stages}
         for stage, _ in PIPELINE:  # inside a co-located service: nothing waits there, ever
             if stage not in watched:
@@ -92,6 +94,7 @@ class StageLiveness:
         answered = self._last_answer()
         flowing = answered is not None and now - answered < self._stall_s
         stalled: list[str] = []
+        idle = True
         for stage, topic in self._stages:
             watch = self._watches[stage]
             entry = stage.split("+")[0]  # a co-located service consumes in its first stage's group
@@ -100,17 +103,20 @@ class StageLiveness:
             except Exception as exc:  # the broker is away: the probe says so; keep the last verdict
                 logger.debug("lag of %s: %s", stage, exc)
                 lag = watch.lag
+                idle = False
             if lag <= 0:
                 watch.waiting_since = None
             elif watch.waiting_since is None or lag < watch.lag:
                 watch.waiting_since = now  # work arrived, or the stage took some: the clock starts again
             watch.lag = lag
+            idle = idle and lag <= 0
             is_stalled = (
                 not flowing and watch.waiting_since is not None and now - watch.waiting_since >= self._stall_s
             )
             get_metrics().set_stage_stalled(entry, is_stalled)
             if is_stalled:
                 stalled.append(f"{stage} ({lag} waiting)")
+        self.idle_at = now if idle else None
         if not stalled:
             return ""
         return (
