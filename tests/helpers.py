@@ -155,3 +155,13 @@ def engine_over(
     bundle = write_bundle(directory / "bundle", schema=schema, nodes=nodes, edges=edges, qa=[])
     ingest(bundle, directory / "index", encoder, progress=False)
     return EmbeddedEngine.open(directory / "index", encoder=encoder)
+
+
+def node_type(name: str, description: str) -> dict[str, str]:
+    """A node type of a test schema, named by its `name` attribute."""
+    return {"name": name, "description": description, "name_attr": "name"}
+
+
+def edge_type(name: str, source: str, target: str, description: str) -> dict[str, str]:
+    """An edge type of a test schema."""
+    return {"name": name, "source": source, "target": target, "description": description}

@@ -21,6 +21,7 @@ SENSES = [
     (5, "kitchen", "a room where food is cooked"),
     (6, "bank", "a financial institution"),
     (7, "vault", "a strongroom"),
+    (8, "belong to", "be owned by, or be a part of"),
 ]
 NODES = [{"id": i, "type": "sense", "name": n, "text": g} for i, n, g in SENSES]
 EDGES = [{"src": s, "type": "part_of", "dst": d} for s, d in ((2, 1), (3, 1), (1, 5), (7, 6))]
@@ -44,3 +45,9 @@ def test_the_subject_itself_stays_a_name(engine: EmbeddedEngine) -> None:
     parsed = parse(engine, "which parts does a bank have?")
     assert constants(parsed) == {"c1": ("sense", ("bank",))}
     assert edges(parsed) == {("y", "part_of", "c1")}
+
+
+def test_a_verb_and_its_particle_after_a_do_subject_are_no_name(engine: EmbeddedEngine) -> None:
+    # "belong to" names a node (in a dictionary every phrasal verb does): here it is the question's verb
+    parsed = parse(engine, "What does the blade belong to?")
+    assert constants(parsed) == {"c1": ("sense", ("blade",))}

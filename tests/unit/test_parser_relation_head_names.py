@@ -7,33 +7,19 @@ from __future__ import annotations
 import pytest
 
 from skbqa.engine.embedded import EmbeddedEngine
-from tests.helpers import engine_over
+from tests.helpers import edge_type, engine_over, node_type
 from tests.unit.test_encoder_parser import edges, parse
 
 SCHEMA = {
     "name": "senses",
     "description": "Word senses of English, the wholes they belong to and their topical domains",
     "node_types": [
-        {"name": "concept", "description": "A concept: one sense of a word naming a thing.", "name_attr": "name"},
-        {
-            "name": "domain",
-            "description": "A topical domain of concepts, such as one part of speech or a field of study.",
-            "name_attr": "name",
-        },
+        node_type("concept", "A concept: one sense of a word naming a thing."),
+        node_type("domain", "A topical domain of concepts: one part of speech, or a field of study."),
     ],
     "edge_types": [
-        {
-            "name": "part_of",
-            "source": "concept",
-            "target": "concept",
-            "description": "the concept is a component of the target whole",
-        },
-        {
-            "name": "in_domain",
-            "source": "concept",
-            "target": "domain",
-            "description": "the concept is used in the target domain",
-        },
+        edge_type("part_of", "concept", "concept", "the concept is a component of the target whole"),
+        edge_type("in_domain", "concept", "domain", "the concept is used in the target domain"),
     ],
 }
 NODES = [

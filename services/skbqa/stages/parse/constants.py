@@ -259,6 +259,8 @@ class ConstantSpotter:
             return False
         if end - start == 1 and not self._may_be_single_name(text, start):
             return False
+        if verb_after_do_subject(text, start) and all(w in FUNCTION_WORDS for w in words[1:]):
+            return False  # "what groups does the dog *belong to*": the question's verb and its particle
         if all(t.text.islower() or i == 0 for i, t in enumerate(text.tokens[start:end], start)) and all(
             w in FUNCTION_WORDS or w in QUESTION_WORDS or is_discourse_word(w) for w in words
         ):

@@ -17,6 +17,7 @@ from skbqa.stages.parse.chain_words import RELATING_PREPOSITIONS, RELATIVE_PRONO
 from skbqa.stages.parse.modifier_words import in_respect_of
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText
 from skbqa.stages.parse.relations import stems
+from skbqa.stages.parse.schema_examples import without_examples
 from skbqa.stages.parse.spelling import reads_as_participle
 from skbqa.stages.parse.type_synonyms import COPULAS
 
@@ -30,9 +31,11 @@ DEGREE_ADVERBS = frozenset({"nearly", "roughly", "almost", "approximately", "exa
 
 
 def stated_stems(edges: Iterable[EdgeType]) -> set[str]:
-    """The stems an edge's name and description state it with; examples in parentheses ("dog -> canine") are
-    nodes, not the relation's words."""
-    return set().union(*(stems(e.name + " " + re.sub(r"\([^)]*\)", " ", e.description)) for e in edges))
+    """The stems an edge's name and description state it with; examples, in parentheses ("dog -> canine") or
+    introduced ("e.g. dog is in noun.animal"), are nodes, not the relation's words."""
+    return set().union(
+        *(stems(e.name + " " + without_examples(re.sub(r"\([^)]*\)", " ", e.description))) for e in edges)
+    )
 
 
 def states_a_relation(word: str, relation_stems: set[str]) -> bool:

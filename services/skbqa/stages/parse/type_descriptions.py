@@ -10,6 +10,7 @@ import re
 
 from skbqa.skb.schema import Schema
 from skbqa.stages.parse.question_text import FUNCTION_WORDS
+from skbqa.stages.parse.schema_examples import without_examples
 from skbqa.stages.parse.type_mentions import is_unknown_word, noun_forms, noun_lemma, unknown_word_lemma
 
 MIN_NOUN_CHARS = 3  # "I'm looking for …": a letter or a contraction's tail is no noun
@@ -24,12 +25,13 @@ _TOKEN = re.compile(r"[a-z][a-z0-9:_/.-]*[a-z0-9]|[a-z]")
 
 def description_nouns(schema: Schema) -> dict[str, set[str]]:
     """The types whose descriptions use each noun, in every inflection, for nouns that some but not all
-    descriptions use ("term", "node" say nothing). Identifiers quoted as examples ("such as mail-transport-agent",
-    "role::program") are not words a user calls a type by, so compound tokens are skipped."""
+    descriptions use ("term", "node" say nothing). Examples of the type's nodes ("such as *dog* / domestic dog")
+    are not words for the type, so they are left out; identifiers quoted elsewhere ("role::program") are not
+    words a user calls a type by, so compound tokens are skipped."""
     per_type = []
     for node_type in schema.node_types:
         lemmas: set[str] = set()
-        for token in _TOKEN.findall(node_type.description.lower()):
+        for token in _TOKEN.findall(without_examples(node_type.description).lower()):
             if any(c in token for c in "-:_/.") or token in FUNCTION_WORDS or len(token) < MIN_NOUN_CHARS:
                 continue
             lemma = noun_lemma(token) or unknown_word_lemma(token) or (token if is_unknown_word(token) else None)
