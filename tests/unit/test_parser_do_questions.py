@@ -22,9 +22,10 @@ SENSES = [
     (6, "bank", "a financial institution"),
     (7, "vault", "a strongroom"),
     (8, "belong to", "be owned by, or be a part of"),
+    (9, "genu", "a knee-like bend"),  # a name that looks like the singular of "genus"
 ]
 NODES = [{"id": i, "type": "sense", "name": n, "text": g} for i, n, g in SENSES]
-EDGES = [{"src": s, "type": "part_of", "dst": d} for s, d in ((2, 1), (3, 1), (1, 5), (7, 6))]
+EDGES = [{"src": s, "type": "part_of", "dst": d} for s, d in ((2, 1), (3, 1), (1, 5), (7, 6), (6, 9))]
 
 
 @pytest.fixture(scope="module")
@@ -51,3 +52,8 @@ def test_a_verb_and_its_particle_after_a_do_subject_are_no_name(engine: Embedded
     # "belong to" names a node (in a dictionary every phrasal verb does): here it is the question's verb
     parsed = parse(engine, "What does the blade belong to?")
     assert constants(parsed) == {"c1": ("sense", ("blade",))}
+
+
+def test_a_singular_english_knows_is_no_plural_of_a_name(engine: EmbeddedEngine) -> None:
+    parsed = parse(engine, "Which genus does the blade belong to?")
+    assert not any("genu" in (c.names or []) for c in parsed.symbols.values())

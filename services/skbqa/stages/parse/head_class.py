@@ -132,8 +132,10 @@ def add_head_class(
     words = head_words(text)
     if not words or parsed.target_type is None or any(w in called for w in words):
         return
-    singular = noun_lemma(words[-1]) or words[-1]
-    if singular == words[-1] and singular.endswith("s") and lexicon.positions(singular[:-1]).size:
+    known = noun_lemma(words[-1])
+    singular = known or words[-1]
+    # (a singular English knows ending in "s" stays: "genus" is no plural of "genu")
+    if known is None and singular.endswith("s") and lexicon.positions(singular[:-1]).size:
         singular = singular[:-1]  # "warships": a plural English does not know, of a name
     name = " ".join([*words[:-1], singular])
     described = stores.nodes.schema.node_types[stores.nodes.schema.node_code(parsed.target_type)].description
