@@ -13,7 +13,7 @@ import numpy as np
 from skbqa.query.context import QueryContext
 from skbqa.stages.english import is_english, word_classes
 from skbqa.stages.parse.chain_words import PLACEHOLDERS, RELATING_PREPOSITIONS, after_kind_noun
-from skbqa.stages.parse.gerunds import gerund_name
+from skbqa.stages.parse.gerunds import gerund_name, with_gerund_verb
 from skbqa.stages.parse.modifier_words import COMPARATIVES, compared, only_a_modifier
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.relation_labels import RelationLabels
@@ -23,6 +23,7 @@ from skbqa.stages.parse.relation_verbs import (
     stated_stems,
     states_a_relation,
     verb_after_do_subject,
+    verb_after_type_word,
     verb_of_relative_clause,
 )
 from skbqa.stages.parse.relations import stems
@@ -136,8 +137,8 @@ class ConstantSpotter:
                     if positions.size:
                         hit = Constant(i, i + n, surface, positions, True)
                         break
-                if hit is None and (gerund := gerund_name(text, i, lexicon)) is not None:
-                    hit = Constant(i, i + 1, gerund[0], gerund[1], True)
+                if (gerund := gerund_name(text, i, lexicon)) is not None:
+                    hit = with_gerund_verb(hit, Constant(i, i + 1, gerund[0], gerund[1], True))
             if hit:
                 found.append(hit)
                 text.claim(hit.start, hit.end, "constant")
@@ -296,6 +297,8 @@ class ConstantSpotter:
             return False  # "… that *links* against X"; "the *same* as X", "more *general* terms"
         if not after_preposition and relates(text, index, self._stated_stems):
             return False  # "are *used* in the field of X", "adverbs *formed* from X"
+        if verb_after_type_word(text, index, self._stated_stems, lambda w: self._types.is_form([w])):
+            return False
         if (
             text.tokens[index].text.islower()
             and only_a_modifier(word)

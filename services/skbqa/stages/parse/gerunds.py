@@ -1,9 +1,14 @@
 """An activity named by its verb's -ing form: "what is entailed *by postponing* something", "the result *of
-cooking*". Where a knowledge base names its verb nodes by their plain form (a dictionary's "postpone"), the gerund
-after a preposition, with nothing after it but a placeholder, names that node. English only; nothing of any one SKB.
+cooking*", "which verbs entail *competing*". Where a knowledge base names its verb nodes by their plain form (a
+dictionary's "postpone"), the gerund after a preposition or a verb, with nothing after it but a placeholder, names
+that node; when the gerund is itself a name ("swimming", an adjective), it names both, and the relation read
+from the clause picks. English only; nothing of any one SKB.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -12,6 +17,9 @@ from skbqa.stages.parse.question_text import QuestionText
 from skbqa.stages.parse.type_mentions import PREPOSITIONS
 from skbqa.stores.lexicon import NameLexicon
 
+if TYPE_CHECKING:  # constants imports this module
+    from skbqa.stages.parse.constants import Constant
+
 OBJECT_PLACEHOLDERS = PLACEHOLDERS | {"someone", "somebody", "it", "them"}
 
 
@@ -19,7 +27,7 @@ def gerund_name(text: QuestionText, i: int, lexicon: NameLexicon) -> tuple[str, 
     """The plain verb token i's gerund names and its nodes, when token i is an -ing word in lower case after a
     preposition, followed by a placeholder or the clause's end; None otherwise."""
     word = text.tokens[i].text
-    if not (word.islower() and word.endswith("ing")) or i == 0 or text.tokens[i - 1].lower not in PREPOSITIONS:
+    if not (word.islower() and word.endswith("ing")) or i == 0 or not _takes_an_object(text, i - 1):
         return None
     after = i + 1
     if after < len(text) and not text.boundary_before(after) and text.tokens[after].lower in OBJECT_PLACEHOLDERS:
@@ -33,3 +41,27 @@ def gerund_name(text: QuestionText, i: int, lexicon: NameLexicon) -> tuple[str, 
         return None
     positions = lexicon.positions(verb, original=verb)
     return (verb, positions) if positions.size else None
+
+
+def _takes_an_object(text: QuestionText, index: int) -> bool:
+    """A preposition, or a lower-case verb ("entail") that is no name, at `index`, in the gerund's clause."""
+    token = text.tokens[index]
+    if text.boundary_before(index + 1):
+        return False
+    if token.lower in PREPOSITIONS:
+        return True
+    from skbqa.stages.english import word_classes
+
+    # a verb not read as a name (names are claimed left to right, so a name before would be claimed by now)
+    return token.text.islower() and "VERB" in word_classes(token.lower) and text.claimed[index] is None
+
+
+def with_gerund_verb(named: Constant | None, gerund: Constant) -> Constant:
+    """The constant a gerund names: the plain verb's nodes, after the gerund's own when it is a name too (the
+    same single word)."""
+    if named is None:
+        return gerund
+    if (named.start, named.end) != (gerund.start, gerund.end):
+        return named
+    kept = np.concatenate([named.positions, np.setdiff1d(gerund.positions, named.positions)])
+    return replace(named, positions=kept)

@@ -8,7 +8,7 @@ X") and a do-question's ("what does a knife *consist* of").
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 
 from skbqa.skb.schema import EdgeType
@@ -111,3 +111,18 @@ def verb_after_do_subject(text: QuestionText, index: int) -> bool:
             # a subject between ("does *a bank* have"; in "does a *bank* …" the word is the subject)
             return any(t.lower not in _ARTICLES for t in text.tokens[after:index])
     return False
+
+
+def verb_after_type_word(
+    text: QuestionText, index: int, relation_stems: set[str], is_type_word: Callable[[str], bool]
+) -> bool:
+    """ "which verbs *entail* competing", "genes *encode* …": a lower-case verb the schema states a relation with,
+    right after a word for a type, is a reduced relative clause's verb, not a name."""
+    token = text.tokens[index]
+    if index == 0 or not token.text.islower() or "VERB" not in word_classes(token.lower):
+        return False
+    if text.boundary_before(index) or not is_type_word(text.tokens[index - 1].lower):
+        return False
+    return states_a_relation(token.lower, relation_stems) or states_a_relation(
+        verb_lemma(token.lower), relation_stems
+    )
