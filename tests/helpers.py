@@ -165,3 +165,8 @@ def node_type(name: str, description: str) -> dict[str, str]:
 def edge_type(name: str, source: str, target: str, description: str) -> dict[str, str]:
     """An edge type of a test schema."""
     return {"name": name, "source": source, "target": target, "description": description}
+
+
+def nodes_of(rows: list[tuple[int, str, str, str]]) -> list[dict[str, object]]:
+    """Nodes of a test bundle from (id, type, name, text) rows."""
+    return [{"id": i, "type": t, "name": n, "text": g} for i, t, n, g in rows]

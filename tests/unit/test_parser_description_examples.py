@@ -8,7 +8,7 @@ import pytest
 
 from skbqa.engine.embedded import EmbeddedEngine
 from skbqa.stages.parse.schema_examples import without_examples
-from tests.helpers import edge_type, engine_over, node_type
+from tests.helpers import edge_type, engine_over, node_type, nodes_of
 from tests.unit.test_encoder_parser import edges, parse
 
 SCHEMA = {
@@ -27,15 +27,14 @@ SCHEMA = {
         )
     ],
 }
-NODES = [
-    {"id": i, "type": t, "name": n, "text": g}
-    for i, t, n, g in [
+NODES = nodes_of(
+    [
         (1, "creature", "otter", "a playful swimming mammal"),
         (2, "collective", "raft", "otters floating together"),
         (3, "creature", "heron", "a long-legged wading bird"),
         (4, "collective", "siege", "herons standing together"),
     ]
-]
+)
 EDGES = [{"src": 1, "type": "member_of", "dst": 2}, {"src": 3, "type": "member_of", "dst": 4}]
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from skbqa.engine.embedded import EmbeddedEngine
-from tests.helpers import edge_type, engine_over, node_type
+from tests.helpers import edge_type, engine_over, node_type, nodes_of
 from tests.unit.test_encoder_parser import edges, parse
 
 SCHEMA = {
@@ -23,9 +23,8 @@ SCHEMA = {
         edge_type("kind_of", "verb", "verb", "the verb is a particular way of doing the target verb"),
     ],
 }
-NODES = [
-    {"id": i, "type": t, "name": n, "text": g}
-    for i, t, n, g in [
+NODES = nodes_of(
+    [
         (1, "verb", "snore", "breathe noisily during sleep"),
         (2, "verb", "sleep", "be asleep"),
         (3, "verb", "swim", "travel through water"),
@@ -33,7 +32,7 @@ NODES = [
         (5, "adjective", "swimming", "filled with tears"),
         (6, "verb", "entail", "impose, involve or imply as a necessary accompaniment"),
     ]
-]
+)
 EDGES = [{"src": 1, "type": "entails", "dst": 2}, {"src": 4, "type": "kind_of", "dst": 3}]
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from skbqa.engine.embedded import EmbeddedEngine
-from tests.helpers import edge_type, engine_over, node_type
+from tests.helpers import edge_type, engine_over, node_type, nodes_of
 from tests.unit.test_encoder_parser import edges, parse
 
 SCHEMA = {
@@ -22,9 +22,8 @@ SCHEMA = {
         edge_type("in_domain", "concept", "domain", "the concept is used in the target domain"),
     ],
 }
-NODES = [
-    {"id": i, "type": t, "name": n, "text": g}
-    for i, t, n, g in [
+NODES = nodes_of(
+    [
         (1, "concept", "bank", "a financial institution that takes deposits"),
         (2, "concept", "vault", "a strongroom where money is kept"),
         (3, "concept", "teller", "the counter where a clerk serves customers"),
@@ -32,7 +31,7 @@ NODES = [
         (5, "domain", "economics", "the field of study of production and trade"),
         (6, "domain", "noun", "the part of speech naming things"),
     ]
-]
+)
 EDGES = [
     {"src": s, "type": t, "dst": d}
     for s, t, d in [
