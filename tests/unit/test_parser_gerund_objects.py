@@ -53,3 +53,10 @@ def test_a_gerund_that_is_a_name_also_names_the_plain_verb(engine: EmbeddedEngin
     parsed = parse(engine, question)
     assert edges(parsed) == {("y", "kind_of", "c1")}
     assert engine.ask(question, strategy="af").items[0].node_id == 4
+
+
+def test_a_gerund_as_a_do_questions_subject_names_the_plain_verb(engine: EmbeddedEngine) -> None:
+    question = "What does snoring entail?"
+    parsed = parse(engine, question)
+    assert edges(parsed) == {("c1", "entails", "y")}
+    assert engine.ask(question, strategy="af").items[0].node_id == 2

@@ -1,6 +1,7 @@
 """An activity named by its verb's -ing form: "what is entailed *by postponing* something", "the result *of
 cooking*", "which verbs entail *competing*". Where a knowledge base names its verb nodes by their plain form (a
-dictionary's "postpone"), the gerund after a preposition or a verb, with nothing after it but a placeholder, names
+dictionary's "postpone"), the gerund after a preposition or a verb, with nothing after it but a placeholder (or, as a do-question's
+subject, the question's verb: "what does *buying* involve"), names
 that node; when the gerund is itself a name ("swimming", an adjective), it names both, and the relation read
 from the clause picks. English only; nothing of any one SKB.
 """
@@ -12,8 +13,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from skbqa.stages.english import is_base_verb, word_classes
 from skbqa.stages.parse.chain_words import PLACEHOLDERS
 from skbqa.stages.parse.question_text import QuestionText
+from skbqa.stages.parse.relation_verbs import DO_AUXILIARIES
 from skbqa.stages.parse.type_mentions import PREPOSITIONS
 from skbqa.stores.lexicon import NameLexicon
 
@@ -32,7 +35,10 @@ def gerund_name(text: QuestionText, i: int, lexicon: NameLexicon) -> tuple[str, 
     after = i + 1
     if after < len(text) and not text.boundary_before(after) and text.tokens[after].lower in OBJECT_PLACEHOLDERS:
         after += 1
-    if after < len(text) and not text.boundary_before(after):
+    do_subject = (
+        text.tokens[i - 1].lower in DO_AUXILIARIES and after < len(text) and is_base_verb(text.tokens[after].text)
+    )
+    if after < len(text) and not text.boundary_before(after) and not do_subject:
         return None  # "for *building* packages": a verb with its object, no activity named alone
     from lemminflect import getAllLemmas
 
@@ -50,7 +56,6 @@ def _takes_an_object(text: QuestionText, index: int) -> bool:
         return False
     if token.lower in PREPOSITIONS:
         return True
-    from skbqa.stages.english import word_classes
 
     # a verb not read as a name (names are claimed left to right, so a name before would be claimed by now)
     return token.text.islower() and "VERB" in word_classes(token.lower) and text.claimed[index] is None
