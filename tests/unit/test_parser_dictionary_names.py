@@ -177,6 +177,22 @@ def test_words_in_parentheses_that_gloss_no_sense_stay_in_the_question(engine: E
     assert [(q.after, sorted(q.words)) for q in qualifiers] == [(len("parts of bank"), ["land", "sloping"])]
 
 
+def test_an_apposition_set_off_by_two_commas_goes_with_both(engine: EmbeddedEngine) -> None:
+    from skbqa.stages.parse.sense_qualifiers import cut_glosses
+
+    nodes = engine.stores.nodes
+    banks = nodes.positions([1, 2])
+
+    def positions(name: str) -> np.ndarray:
+        return banks if name == "bank" else banks[:0]
+
+    cut, qualifiers = cut_glosses("what does the bank, the financial institution, lend", [], positions, nodes)
+    assert cut == "what does the bank lend"  # the do-question's verb is no longer set off from its subject
+    assert [(q.after, sorted(q.words)) for q in qualifiers] == [
+        (len("what does the bank"), ["financial", "institution"])
+    ]
+
+
 def test_a_head_noun_that_names_a_class_of_nodes_constrains_the_answer(engine: EmbeddedEngine) -> None:
     # "vehicles" is no word of the schema for a type, but the name of a sense that another sense is a kind of
     parsed = parse(engine, "which vehicles are there?")

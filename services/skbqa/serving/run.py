@@ -163,15 +163,11 @@ def start_gateway(
     settings: ServiceSettings, *, ready_timeout_s: float = 60.0, limits: ClientLimits | None = None
 ) -> tuple[RunningServer, Callable[[], None]]:
     from skbqa.bus.kafka import bus_from_url
-    from skbqa.serving.gateway.bus_backend import BusBackend
 
     bus = bus_from_url(settings.bus_url)
-    backend = BusBackend(
-        bus,
-        stall_s=settings.stage_stall_s,
-        colocated=settings.colocated,
-        resend_after_s=settings.resend_after_s,
-    )
+    from skbqa.serving.gateway.bus_backend import backend_for
+
+    backend = backend_for(bus, settings)
     feed, live = None, None
     if takes_changes(settings):  # changes go to the updater through skbqa.changes (docs/updates.md)
         from skbqa.changes.snapshot import kb_version
@@ -333,7 +329,6 @@ def start_all_in_one(
     `settings.colocated`'s groups is one worker running its stages in sequence, as its own service would."""
     from skbqa.bus.kafka import bus_from_url
     from skbqa.bus.topics import ALL as ALL_TOPICS
-    from skbqa.serving.gateway.bus_backend import BusBackend
     from skbqa.serving.runtime import build_runtime
     from skbqa.serving.stages.chain import service_roles
     from skbqa.serving.stages.registry import build_stage
@@ -351,12 +346,9 @@ def start_all_in_one(
             logger.warning(
                 "%s: no partitions assigned after %.0f s; serving anyway", worker.core.role, JOIN_TIMEOUT_S
             )
-    backend = BusBackend(
-        bus,
-        stall_s=settings.stage_stall_s,
-        colocated=settings.colocated,
-        resend_after_s=settings.resend_after_s,
-    )
+    from skbqa.serving.gateway.bus_backend import backend_for
+
+    backend = backend_for(bus, settings)
     servicer = _api_servicer(settings, backend, backend.gateway_id)
     server = _api_server(settings, servicer, limits)
     backend.wait_ready(60.0)

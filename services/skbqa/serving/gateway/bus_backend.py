@@ -27,6 +27,7 @@ from skbqa.serving import latency_trace
 from skbqa.serving.gateway.backends import Waiter
 from skbqa.serving.gateway.resends import RESEND_AFTER_S, ResendingWaiter
 from skbqa.serving.gateway.stage_liveness import DEFAULT_STALL_S, StageLiveness, watched_stages
+from skbqa.serving.settings import ServiceSettings
 from skbqa.serving.stages.core import AnswerEnvelope, StageMessage
 
 logger = logging.getLogger(__name__)
@@ -263,3 +264,10 @@ def _log_failed_resend(future: Future[None]) -> None:
     error = future.exception()
     if error is not None:
         logger.warning("sending a request again failed: %s", str(error).splitlines()[0] if str(error) else error)
+
+
+def backend_for(bus: Bus, settings: ServiceSettings) -> BusBackend:
+    """The gateway's backend with the service settings' stage watch and resend delay."""
+    return BusBackend(
+        bus, stall_s=settings.stage_stall_s, colocated=settings.colocated, resend_after_s=settings.resend_after_s
+    )

@@ -6,14 +6,14 @@ relation word, not a constant."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from skbqa.query.context import QueryContext
 from skbqa.stages.english import is_english, word_classes
 from skbqa.stages.parse.chain_words import PLACEHOLDERS, RELATING_PREPOSITIONS, after_kind_noun
-from skbqa.stages.parse.gerunds import gerund_name, with_gerund_verb
+from skbqa.stages.parse.gerunds import gerund_name, with_verb_nodes
 from skbqa.stages.parse.modifier_words import COMPARATIVES, compared, only_a_modifier
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.relation_labels import RelationLabels
@@ -138,7 +138,10 @@ class ConstantSpotter:
                         hit = Constant(i, i + n, surface, positions, True)
                         break
                 if (gerund := gerund_name(text, i, lexicon)) is not None:
-                    hit = with_gerund_verb(hit, Constant(i, i + 1, gerund[0], gerund[1], True))
+                    if hit is None:
+                        hit = Constant(i, i + 1, gerund[0], gerund[1], True)
+                    elif hit.end == i + 1:
+                        hit = replace(hit, positions=with_verb_nodes(hit.positions, gerund[1]))
             if hit:
                 found.append(hit)
                 text.claim(hit.start, hit.end, "constant")

@@ -8,9 +8,6 @@ from the clause picks. English only; nothing of any one SKB.
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from skbqa.stages.english import is_base_verb, word_classes
@@ -19,9 +16,6 @@ from skbqa.stages.parse.question_text import QuestionText
 from skbqa.stages.parse.relation_verbs import DO_AUXILIARIES
 from skbqa.stages.parse.type_mentions import PREPOSITIONS
 from skbqa.stores.lexicon import NameLexicon
-
-if TYPE_CHECKING:  # constants imports this module
-    from skbqa.stages.parse.constants import Constant
 
 OBJECT_PLACEHOLDERS = PLACEHOLDERS | {"someone", "somebody", "it", "them"}
 
@@ -61,12 +55,6 @@ def _takes_an_object(text: QuestionText, index: int) -> bool:
     return token.text.islower() and "VERB" in word_classes(token.lower) and text.claimed[index] is None
 
 
-def with_gerund_verb(named: Constant | None, gerund: Constant) -> Constant:
-    """The constant a gerund names: the plain verb's nodes, after the gerund's own when it is a name too (the
-    same single word)."""
-    if named is None:
-        return gerund
-    if (named.start, named.end) != (gerund.start, gerund.end):
-        return named
-    kept = np.concatenate([named.positions, np.setdiff1d(gerund.positions, named.positions)])
-    return replace(named, positions=kept)
+def with_verb_nodes(named: np.ndarray, verb: np.ndarray) -> np.ndarray:
+    """A gerund that is a name of its own ("swimming") names its nodes, then its plain verb's."""
+    return np.concatenate([named, np.setdiff1d(verb, named)])

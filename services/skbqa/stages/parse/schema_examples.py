@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 
-# An example, up to the end of its clause (a full stop, semicolon, colon or parenthesis; not the dot inside an
-# identifier such as noun.animal).
+# An example, up to the end of its clause (a full stop, semicolon, colon or parenthesis; not a dot or colon inside an
+# identifier such as noun.animal or role::program).
 _EXAMPLES = re.compile(
-    r"\b(?:such as|e\.g\.|for example|for instance)\s(?:[^.;:()]|\.(?=\S))*(?:\.(?=\s|$))?", re.IGNORECASE
+    r"\b(?:such as|e\.g\.|for example|for instance)\s(?:[^.;:()]|[.:](?=\S))*(?:\.(?=\s|$))?", re.IGNORECASE
 )
 
 

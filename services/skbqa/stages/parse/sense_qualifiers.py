@@ -133,8 +133,11 @@ def cut_glosses(
                 at = match.start("q")
                 continue
             end = match.end("name")
-            question = question[:end] + question[match.end() :]
-            cut = match.end() - end
+            # an apposition set off by two commas goes with both ("does the dog, the domestic animal, belong to")
+            closing = re.match(r"\s*,", question[match.end() :]) if pattern is _APPOSITION else None
+            stop = match.end() + (closing.end() if closing else 0)
+            question = question[:end] + question[stop:]
+            cut = stop - end
             found = [replace(q, after=q.after - cut) if q.after > end else q for q in found]
             found.append(Qualifier(end, words))
             at = end
