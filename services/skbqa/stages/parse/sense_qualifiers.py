@@ -133,8 +133,13 @@ def cut_glosses(
                 at = match.start("q")
                 continue
             end = match.end("name")
-            # an apposition set off by two commas goes with both ("does the dog, the domestic animal, belong to")
-            closing = re.match(r"\s*,", question[match.end() :]) if pattern is _APPOSITION else None
+            # an apposition set off by two commas mid-clause goes with both ("does the dog, the domestic animal,
+            # belong to"); a comma before "and"/"or" stays, it may join a list ("a chain, the shops, and its owner")
+            closing = (
+                re.match(r"\s*,(?!\s*(?:and|or|but)\b)", question[match.end() :])
+                if pattern is _APPOSITION
+                else None
+            )
             stop = match.end() + (closing.end() if closing else 0)
             question = question[:end] + question[stop:]
             cut = stop - end
