@@ -29,10 +29,14 @@ from typing import Any
 
 from skbqa.bus import topics
 from skbqa.bus.base import Bus, Consumer
+from skbqa.common.errors import BackendUnavailableError
 
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_S = 2.0
+# A broker that every service of a deployment joins at once may not complete one join within its timeout; the
+# feed joins again (in a group of its own each time) before the process gives up.
+JOIN_ATTEMPTS = 3
 LIVE_FOR_S = 3 * HEARTBEAT_S + 1.0
 
 
@@ -67,9 +71,7 @@ class VersionFeed:
         self._stop = threading.Event()
         self._announce = threading.Event()
         bus.ensure_topics(topics.SINGLE_PARTITION, partitions=1)
-        self._consumer: Consumer = bus.consumer(
-            [topics.VERSIONS], group=f"skbqa-versions-{uuid.uuid4().hex[:12]}", from_beginning=False
-        )
+        self._consumer: Consumer = _join_feed(bus)
         self._threads = [threading.Thread(target=self._read, name="skbqa-versions", daemon=True)]
         if report is not None:
             self._threads.append(threading.Thread(target=self._heartbeat, name="skbqa-versions-out", daemon=True))
@@ -161,3 +163,17 @@ class VersionFeed:
         for thread in self._threads:
             thread.join(timeout=5)
         self._consumer.close()
+
+
+def _join_feed(bus: Bus) -> Consumer:
+    """A member of a group of its own on skbqa.versions, reading from the log's end (`JOIN_ATTEMPTS` tries)."""
+    for attempt in range(1, JOIN_ATTEMPTS + 1):
+        try:
+            return bus.consumer(
+                [topics.VERSIONS], group=f"skbqa-versions-{uuid.uuid4().hex[:12]}", from_beginning=False
+            )
+        except BackendUnavailableError as exc:
+            if attempt == JOIN_ATTEMPTS:
+                raise
+            logger.warning("versions feed: %s; joining again (%d of %d)", exc, attempt + 1, JOIN_ATTEMPTS)
+    raise AssertionError("unreachable")

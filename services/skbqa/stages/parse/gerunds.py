@@ -22,7 +22,8 @@ OBJECT_PLACEHOLDERS = PLACEHOLDERS | {"someone", "somebody", "it", "them"}
 
 def gerund_name(text: QuestionText, i: int, lexicon: NameLexicon) -> tuple[str, np.ndarray] | None:
     """The plain verb token i's gerund names and its nodes, when token i is an -ing word in lower case after a
-    preposition, followed by a placeholder or the clause's end; None otherwise."""
+    preposition or a verb that is no name, followed by a placeholder, the clause's end or (as a do-question's
+    subject) the question's verb; None otherwise."""
     word = text.tokens[i].text
     if not (word.islower() and word.endswith("ing")) or i == 0 or not _takes_an_object(text, i - 1):
         return None
@@ -50,7 +51,6 @@ def _takes_an_object(text: QuestionText, index: int) -> bool:
         return False
     if token.lower in PREPOSITIONS:
         return True
-
     # a verb not read as a name (names are claimed left to right, so a name before would be claimed by now)
     return token.text.islower() and "VERB" in word_classes(token.lower) and text.claimed[index] is None
 
