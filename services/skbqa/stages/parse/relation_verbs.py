@@ -79,7 +79,7 @@ def relates(text: QuestionText, index: int, relation_stems: set[str]) -> bool:
         return False
     if after in RELATING_PREPOSITIONS and reads_as_participle(word):
         return True  # "*cross-referenced* with X", "*located* in X": any schema's relation, said as a participle
-    if not (states_a_relation(word, relation_stems) or states_a_relation(verb_lemma(word), relation_stems)):
+    if not _verb_states_a_relation(word, relation_stems):
         return False
     return before in COPULAS or after in RELATING_PREPOSITIONS or after in DEGREE_ADVERBS
 
@@ -123,6 +123,9 @@ def verb_after_type_word(
         return False
     if text.boundary_before(index) or not is_type_word(text.tokens[index - 1].lower):
         return False
-    return states_a_relation(token.lower, relation_stems) or states_a_relation(
-        verb_lemma(token.lower), relation_stems
-    )
+    return _verb_states_a_relation(token.lower, relation_stems)
+
+
+def _verb_states_a_relation(word: str, relation_stems: set[str]) -> bool:
+    """Whether the verb, as written or in its plain form ("formed" → "form"), states one of the relations."""
+    return states_a_relation(word, relation_stems) or states_a_relation(verb_lemma(word), relation_stems)
