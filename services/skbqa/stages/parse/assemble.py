@@ -25,12 +25,12 @@ from skbqa.stages.parse.chain_words import (
     says_kinds,
 )
 from skbqa.stages.parse.chains import ChainReader
-from skbqa.stages.parse.clause_roles import COORDINATION, PLACEHOLDERS, RELATION_WORDS, ClauseRoles
+from skbqa.stages.parse.clause_roles import COORDINATION, RELATION_WORDS, ClauseRoles
 from skbqa.stages.parse.constants import Constant
-from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
+from skbqa.stages.parse.question_text import QuestionText
 from skbqa.stages.parse.relations import RelationChooser, RelationOption, stems
 from skbqa.stages.parse.type_mentions import TypeMention, TypeVocabulary
-from skbqa.stages.parse.way_nodes import unnamed_noun, with_head_nouns
+from skbqa.stages.parse.way_nodes import way_placeholders, with_head_nouns
 from skbqa.stores.index import IndexStores
 
 TARGET = "y"
@@ -96,15 +96,7 @@ class QueryAssembler:
         chooser = self._relations(query.encoder)
         reader = self._chains(query.encoder)
         hints = with_head_nouns(text, self._types.mentions(text))
-        placeholders = [
-            TypeMention(node_type.name, i, i + 1)
-            for i, token in enumerate(text.tokens)
-            if (token.lower in PLACEHOLDERS or unnamed_noun(text, i, hints))
-            and text.claimed[i] is None
-            # "*anything* that conflicts with X", "is there *stuff* …": opening the question, it is the answer
-            and not all(w in FUNCTION_WORDS or is_discourse_word(w) for w in text.words(0, i))
-            for node_type in self._schema.node_types
-        ]
+        placeholders = way_placeholders(text, hints, self._schema.node_type_names)
         plans: list[_Plan] = []
         wanted: set[str] = set()
         pronoun = referring_pronoun(text)
@@ -164,7 +156,9 @@ class QueryAssembler:
             plan = _Plan(constant, phrase, by_type, clause, inner, left, subject, beside)
             plans.append(plan)
             if chains and (inner or content_words(clause[0])):
-                wanted.update(chain_phrases(clause[0], clause[1], [(m.start - left, m.end - left) for m in inner]))
+                spans = [(m.start - left, m.end - left) for m in inner]
+                kinds = [(m.start - left, m.end - left) for m in inner if m.says_kind]
+                wanted.update(chain_phrases(clause[0], clause[1], spans, kinds))
         self._borrow_from_the_next(text, plans, hints, chooser, target_type)
         self._lend_stray_relation_words(text, plans)
         # Phrases are embedded only for constants whose relation is ambiguous (several options), in one call.

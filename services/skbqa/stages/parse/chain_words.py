@@ -156,9 +156,12 @@ def shares_the_node(first: Sequence[str], last: Sequence[str]) -> bool:
     return bool(SHARING_WORDS & {*first, *last}) and set(content_words(last)) <= SHARING_WORDS
 
 
-def chain_phrases(before: list[str], after: list[str], mentions: Sequence[tuple[int, int]]) -> list[str]:
+def chain_phrases(
+    before: list[str], after: list[str], mentions: Sequence[tuple[int, int]], kinds: Sequence[tuple[int, int]] = ()
+) -> list[str]:
     """Every phrase the readings above may score for one constant (clause words before and after it; type words
-    at these offsets of `before`), to embed in one call."""
+    at these offsets of `before`; `kinds`: those of them whose words join both hops beside them), to embed in one
+    call."""
     wanted = {" ".join(before)}
     for cut in range(1, len(before)):
         if before[cut] in INDEFINITE:  # the only cuts `hierarchy` reads
@@ -174,6 +177,8 @@ def chain_phrases(before: list[str], after: list[str], mentions: Sequence[tuple[
         if tail and end <= len(before) - tail:  # the last hop's words without "a subtype of" (`via_mentions`)
             wanted.add(" ".join(before[end : len(before) - tail] + after))
         wanted.update(" ".join(before[end:next_start]) for next_start, _ in mentions if next_start >= end)
+    for start, end in kinds:  # "members of the *genus*", "*genus* that the horse belongs to"
+        wanted.update({" ".join(before[:end]), " ".join(before[start:] + after), " ".join(before[start:])})
     return sorted(w for w in wanted if content_words(w.split()))
 
 

@@ -52,14 +52,14 @@ from skbqa.stores.graph.base import Direction, GraphStore
 
 LEXICAL_WEIGHT = 1.0
 COSINE_WEIGHT = 0.5
-HIERARCHY_MARGIN = (
-    0.15  # how much worse than the best single edge the rest of a hierarchy reading may name its edge
-)
+# how much worse than the best single edge the rest of a hierarchy reading may name its edge
+HIERARCHY_MARGIN = 0.15
 AMBIGUITY_MARGIN = 0.05  # two edges of a hop this close both stay possible
 MIN_HIERARCHY_COSINE = 0.2
 # What a taxonomy's edge says, in English: the one edge of a type that words for its levels mean ("the *parents*
 # of", "*directly above*", "its *children*") is the one whose name and description read most like this.
 TAXONOMY_PHRASE = "is a more specific kind of: a subtype, subclass or child of its parent"
+NAME_ARTICLES = frozenset({"the", "a", "an"})
 LEVEL_WORDS = frozenset({"above", "below", "beneath", "broader", "narrower", "level", "levels"})
 
 
@@ -165,6 +165,8 @@ class ChainReader:
         # "tags that [any package built from X] *is tagged with*": a relative clause whose object is the answer
         # ends in its verb, after the constant; that verb is the answer's hop, with the nearer node its subject
         relative = False  # "the packages *that X recommends*": X, the far node, is the last verb's subject
+        # the word that opens the constant's own clause, past its article ("the genus *that* the horse belongs to")
+        opener = next((w for w in reversed(before[cuts[-1] :]) if w not in NAME_ARTICLES), "")
         gap = (
             not content_words(parts_words[0])
             and bool(content_words(after))
@@ -173,34 +175,34 @@ class ChainReader:
         if gap:
             parts_words[0] = parts_words[0] + after
             parts_words[-1] = before[cuts[-1] :]
-        elif (
-            not content_words(parts_words[0])
-            and before[cuts[-1] :]
-            and before[-1] in RELATIVE_PRONOUNS
-            and len(content_words(after)) >= 2
-        ):
+        elif not content_words(parts_words[0]) and opener in RELATIVE_PRONOUNS and len(content_words(after)) >= 2:
             # "what do the packages *that* X *maintains* | *depend on*": the relative clause's verb is the last
             # hop; the main verb after it is the answer's
             split = after.index(content_words(after)[0]) + 1
             parts_words[0] = parts_words[0] + after[split:]
             parts_words[-1] = before[cuts[-1] :] + after[:split]
             gap = relative = True
-        elif (not before[cuts[-1] :] or before[-1] in RELATIVE_PRONOUNS) and content_words(after):
+        elif (not opener or opener in RELATIVE_PRONOUNS) and content_words(after):
             # "the packages (*that*) X *recommends*", "the stuff X *depends on*": its one verb, with X its subject;
             # "… that X is suggested *by*": a passive, whose agent is the nearer node (what follows is the main
             # clause's: "which sections are [the packages that X is suggested by] *in*")
             relative = True
             if "by" in after:
                 parts_words[-1] = before[cuts[-1] :] + after[: after.index("by") + 1]
+        for k, (mention, offset) in enumerate(zip(mentions, offsets, strict=True)):
+            if mention.says_kind and k + 1 < len(parts_words):  # "members of the *genus* | *genus* that X …"
+                kind = before[offset : offset + mention.end - mention.start]
+                parts_words[k + 1] = kind + parts_words[k + 1]
+                if not gap:
+                    parts_words[k] = parts_words[k] + kind
         shared = len(mentions) == 1 and shares_the_node(parts_words[0], parts_words[-1])
         if shared:
             # "genes that *share* a disease *with* X", "diseases with a phenotype *in common with* X": one relation
             # on both sides of the shared node, named by the words of either side
             parts_words[0] = parts_words[-1] = parts_words[0] + parts_words[-1]
         if any(not content_words(words) and not RELATING_PREPOSITIONS & set(words) for words in parts_words[1:]):
-            return (
-                None  # "diseases like X": a type word that only introduces what follows ("tracks *on* X" relates)
-            )
+            # "diseases like X": a type word that only introduces what follows ("tracks *on* X" relates)
+            return None
         types = [target_type, *(m.type_name for m in mentions), constant_type]
         # "a disease that has *a subtype of* X as a feature": one more, unnamed node of X's type next to X
         tail = narrower_tail(before[cuts[-1] :])

@@ -25,6 +25,7 @@ from skbqa.stages.parse.relation_labels import EDGE_NAME, LABELLING_NOUN
 from skbqa.stages.parse.relations import stems
 from skbqa.stages.parse.spelling import reads_as_participle
 from skbqa.stages.parse.type_mentions import PREPOSITIONS, TypeMention, TypeVocabulary, noun_lemma
+from skbqa.stages.parse.way_nodes import WAY_CLAIM
 from skbqa.stores.index import IndexStores
 
 # Words that may end a question after the last constant without making it a subject ("… are there?").
@@ -37,8 +38,9 @@ ANSWER_PRONOUNS = frozenset({"they"})  # what a clause after a name calls the (p
 _AUXILIARIES = frozenset(
     {"is", "are", "was", "were", "gets", "get", "got", "does", "do", "did", "has", "have", "had"}
 )
-# Words claimed as an edge's name ("*modes of inheritance* of the diseases …") belong to the clause they relate.
-RELATION_WORDS = frozenset({EDGE_NAME, LABELLING_NOUN})
+# Words claimed as an edge's name ("*modes of inheritance* of the diseases …") belong to the clause they relate, and
+# so does the head of a relative clause about a name ("the *genus* that X belongs to").
+RELATION_WORDS = frozenset({EDGE_NAME, LABELLING_NOUN, WAY_CLAIM})
 
 
 class ClauseRoles:

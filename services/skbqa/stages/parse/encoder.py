@@ -44,6 +44,7 @@ from skbqa.stages.parse.quantity_nouns import QuantityNouns
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.reached_types import ReachedTypes
 from skbqa.stages.parse.relations import RelationChooser
+from skbqa.stages.parse.relative_heads import release_relative_heads
 from skbqa.stages.parse.sense_qualifiers import cut_glosses, cut_qualifiers, document_meaning, narrow
 from skbqa.stages.parse.sentence_joins import drop_restated_aside, join_sentences, join_topic
 from skbqa.stages.parse.target_type import TargetTypeGuesser, TargetTypeReader
@@ -194,6 +195,7 @@ class EncoderParser:
             constants += self._constants.fuzzy(text, query)
             narrowed, afterthought = narrow(text, constants, qualifiers, self._stores.nodes)
             constants = drop_anaphors(text, read_possessives(text, narrowed, self._stores.nodes))
+            constants = release_relative_heads(text, constants, self._constants.relation_stems)
         if type_source in ("word", "synonym") and target_type is not None:
             constants = self._drop_answer_qualifiers(text, constants, target_type, warnings)
         if reading.head_noun:

@@ -107,6 +107,9 @@ class TypeMention:
     type_name: str
     start: int
     end: int
+    # its words say what kind of node it is, not its type ("the *genus* that X belongs to"): evidence for the
+    # edges that reach it
+    says_kind: bool = False
 
 
 def head_word_forms(schema: Schema) -> list[tuple[tuple[str, ...], str]]:

@@ -7,12 +7,40 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from skbqa.stages.parse.chain_words import RELATIVE_PRONOUNS
-from skbqa.stages.parse.question_text import QuestionText
+from skbqa.stages.parse.chain_words import PLACEHOLDERS, RELATIVE_PRONOUNS
+from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.spelling import reads_as_participle
 from skbqa.stages.parse.type_mentions import TypeMention, noun_lemma
 
 UNNAMED_INTRODUCERS = frozenset({"any", "some", "a", "an"})  # "… enhancing *any* binary built from X"
+WAY_CLAIM = "way"  # a name's words that head a relative clause about another name (`relative_heads`)
+
+
+def way_placeholders(
+    text: QuestionText, hints: Sequence[TypeMention], type_names: Sequence[str]
+) -> list[TypeMention]:
+    """Nodes on the way no type word names, one mention per type: placeholder words ("*something* that X
+    enhances"), unnamed nouns (`unnamed_noun`) and the heads of relative clauses (`relative_heads`)."""
+    spans = [
+        (i, i + 1)
+        for i, token in enumerate(text.tokens)
+        if (token.lower in PLACEHOLDERS or unnamed_noun(text, i, hints))
+        and text.claimed[i] is None
+        # "*anything* that conflicts with X", "is there *stuff* …": opening the question, it is the answer
+        and not all(w in FUNCTION_WORDS or is_discourse_word(w) for w in text.words(0, i))
+    ]
+    heads: list[tuple[int, int]] = []
+    for i in range(len(text)):
+        if text.claimed[i] == WAY_CLAIM and (i == 0 or text.claimed[i - 1] != WAY_CLAIM):
+            end = i + 1
+            while end < len(text) and text.claimed[end] == WAY_CLAIM:
+                end += 1
+            heads.append((i, end))
+    return [
+        TypeMention(name, start, end, says_kind=(start, end) in heads)
+        for start, end in sorted(spans + heads)
+        for name in type_names
+    ]
 
 
 def with_head_nouns(text: QuestionText, mentions: list[TypeMention]) -> list[TypeMention]:
