@@ -1,6 +1,7 @@
 """A head noun that names a relation joining two nodes of one type, for several types: "*antonyms* of the verb
 stand" — antonym_of joins nouns to nouns and verbs to verbs, so the answer is of the type the name is, here the
-one the type word before it says. A schema of its own; nothing here is in any question set."""
+one the type word before it says, or, without one, the type of the name's nodes that have that relation ("lie"
+is a noun and a verb; only the verb has opposites). A schema of its own; nothing here is in any question set."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ WORDS = [
     (4, "verb_sense", "lie", "be lying flat"),
     (5, "noun_sense", "seat", "a place to sit"),
     (6, "noun_sense", "floor", "the lower surface of a room"),
+    (7, "noun_sense", "lie", "a statement that is deliberately untrue"),
 ]
 NODES = [{"id": i, "type": t, "name": n, "text": g} for i, t, n, g in WORDS]
 EDGES = [{"src": s, "type": "antonym_of", "dst": d} for s, d in ((2, 3), (3, 2), (2, 4), (4, 2), (1, 6), (6, 1))]
@@ -49,3 +51,15 @@ def test_the_answer_is_of_the_type_the_name_is_said_to_be(engine: EmbeddedEngine
     assert parsed.target_type == "verb_sense"
     assert edges(parsed) == {("y", "antonym_of", "c1")}
     assert {item.node_id for item in engine.ask(question, strategy="af").items[:2]} == {3, 4}
+
+
+def test_without_a_type_word_the_answer_is_of_the_type_whose_nodes_have_the_relation(
+    engine: EmbeddedEngine,
+) -> None:
+    question = "antonyms of lie"
+    parsed = parse(engine, question)
+    assert parsed.target_type == "verb_sense"
+    assert {(t.edge, frozenset((t.head, t.tail))) for t in parsed.triplets} == {
+        ("antonym_of", frozenset(["y", "c1"]))
+    }
+    assert engine.ask(question, strategy="af").items[0].node_id == 2

@@ -212,7 +212,10 @@ class EncoderParser:
                 target_type, type_source = reached, "relation"
         said = (
             claim_relation_head(
-                text, self._stores, warnings, lambda: names_types(text, constants, self._types, self._stores)
+                text,
+                self._stores,
+                warnings,
+                lambda edges: names_types(text, constants, self._types, self._stores, edges),
             )
             if type_source == "synonym"
             else None

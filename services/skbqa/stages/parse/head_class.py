@@ -27,6 +27,7 @@ from skbqa.stores.lexicon import NameLexicon
 TARGET_CLAIM = "target"
 MIN_ROOT_CHARS = 6
 MAX_ENDING_CHARS = 2
+MAX_NODES_LINKED = 64  # of a name's nodes of one type, how many are checked for the edge a head noun says
 
 
 def head_runs(text: QuestionText) -> list[list[int]]:
@@ -83,14 +84,18 @@ def _shared_start(a: str, b: str) -> int:
 
 
 def claim_relation_head(
-    text: QuestionText, stores: IndexStores, warnings: list[str], typed_names: Callable[[], set[str]]
+    text: QuestionText,
+    stores: IndexStores,
+    warnings: list[str],
+    typed_names: Callable[[Sequence[str]], list[str]],
 ) -> str | None:
     """ "which *components* make up a piano" where part_of is "a component of the whole": a head noun that an edge's
     gloss uses says the answer's relation, not a class; its words join the relation's clause (claimed as an edge
     name's words) and `warnings` says so. Returns the answer's type when every edge that gloss belongs to joins
     nodes of one type (part_of: artifact to artifact), which outweighs a synonym's guess; when each of those edges
     joins two nodes of one type but of several types in all ("*antonyms* of the verb stand": noun to noun, verb to
-    verb …), the one of them `typed_names` (the types the question's names are of) holds; else None."""
+    verb …), the first of them `typed_names` (the types the question's names are of, given those edges) lists; else
+    None."""
     runs = head_runs(text)
     if not runs:
         return None
@@ -113,7 +118,8 @@ def claim_relation_head(
     warnings.append("the answer's head noun says its relation")
     ends = {end for edge in saying for end in (edge.source, edge.target)}
     if len(ends) > 1 and all(edge.source == edge.target for edge in saying):
-        ends &= typed_names()
+        # "antonyms of early": of the types its nodes are of (adjective, adverb), the one whose nodes have the edge
+        ends = set([t for t in typed_names(sorted({edge.name for edge in saying})) if t in ends][:1])
     return ends.pop() if len(ends) == 1 else None
 
 
@@ -168,14 +174,30 @@ def add_head_class(
 
 
 def names_types(
-    text: QuestionText, constants: Sequence[Constant], types: TypeVocabulary, stores: IndexStores
-) -> set[str]:
+    text: QuestionText,
+    constants: Sequence[Constant],
+    types: TypeVocabulary,
+    stores: IndexStores,
+    edges: Sequence[str] = (),
+) -> list[str]:
     """The types the question's names are of: the one a type word right before a name says ("the *verb* stand"),
-    else every type of its nodes."""
+    else every type of its nodes; those with more nodes that have one of the `edges` first, then in the order of
+    the names' nodes."""
     node_types = stores.nodes.schema.node_types
-    found: set[str] = set()
+    linked: dict[str, int] = {}
     for constant in constants:
-        own = {node_types[int(c)].name for c in np.unique(stores.nodes.types[constant.positions])}
+        codes = stores.nodes.types[constant.positions]
+        own = {node_types[int(c)].name for c in np.unique(codes)}
         typed = types.type_at(text, constant.start - 1) if constant.start > 0 else None
-        found |= {typed} if typed in own else own
-    return found
+        for code in dict.fromkeys(int(c) for c in codes):
+            name = node_types[code].name
+            if typed in own and name != typed:
+                continue
+            nodes = constant.positions[codes == code][:MAX_NODES_LINKED]
+            having = sum(
+                int(np.count_nonzero(stores.graph.degree(nodes, edge, direction)))
+                for edge in edges
+                for direction in ("out", "in")
+            )
+            linked[name] = linked.get(name, 0) + having
+    return sorted(linked, key=lambda name: -linked[name])

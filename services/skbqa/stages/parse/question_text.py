@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 # "g++", "c++": a word's trailing pluses are part of it (inside a name, "libstdc++6", they stand between tokens)
 _TOKEN = re.compile(r"\w+(?:\+\+|\+)?(?![\w+])|\w+")
@@ -18,6 +18,9 @@ _BOUNDARY_WORDS = frozenset({"and", "or", "but", "while", "whereas"})
 # inside a word ("X-linked", "TSC1-TSC2") does not.
 _BOUNDARY_PUNCT = re.compile(r"[,;:?!()\[\]]|\.\s|\s[-–—]+\s")
 _SEGMENT_PUNCT = re.compile(r"[:?]|\s[-–—]+\s")
+# Words whose "'s" is a contracted "is", never a possessive: "what's", "who's", "that's", "it's", "there's".
+CONTRACTING_IS = frozenset({"what", "who", "where", "which", "how", "that", "it", "there", "here", "when", "why"})
+APOSTROPHES = frozenset({"'", "’"})
 _QUOTED = re.compile(r"\"([^\"]{2,})\"|“([^”]{2,})”|'([^']{3,})'(?!\w)")
 
 # Small function words: never a constant on their own, never carry a relation's meaning.
@@ -140,6 +143,14 @@ class QuestionText:
             # Blank the quoted words so no later pass reads them as constants or relation words.
             masked = masked[: match.start()] + " " * (match.end() - match.start()) + masked[match.end() :]
         tokens = [Token(m.group(), m.group().lower(), m.start(), m.end()) for m in _TOKEN.finditer(masked)]
+        for k in range(1, len(tokens)):
+            # "what*'s* made of glass", "who*'s* the author": a contracted "is", read as the word it stands for
+            if (
+                tokens[k].lower == "s"
+                and tokens[k - 1].lower in CONTRACTING_IS
+                and masked[tokens[k - 1].end : tokens[k].start] in APOSTROPHES
+            ):
+                tokens[k] = replace(tokens[k], lower="is")
         return cls(masked, tokens, [None] * len(tokens), quotes)
 
     def copy(self) -> QuestionText:
