@@ -151,8 +151,11 @@ def claim_text_cues(
             and not text.boundary_before(body_end)  # "contains the word 'x': which …": the quote was its object
         ):
             body_end += 1
-        if body_end == body_start:  # nothing after the cue (its object was a quote): the cue words say nothing
-            text.claim(i, body_start, "cue")
+        if body_end == body_start:
+            # nothing after the cue: its object was a quote, and the cue words say nothing; or no quote, and the
+            # word ends a phrasal verb ("brought *about*", "talked *about*"): the relation's, left free
+            if text.quotes:
+                text.claim(i, body_start, "cue")
             i = body_start
             continue
         weak = matched is not None and matched in WEAK_CUES

@@ -50,6 +50,7 @@ EDGE_NAME = "edge_name"  # how a name that says an edge's name is claimed
 # How a noun or adjective that labels the next name is claimed ("specific *ways* to X"): words of its clause. A verb
 # ("if I *install* X, which …") is claimed as "relation": it may belong to another clause than the question's.
 LABELLING_NOUN = "labelling_noun"
+NOUN_DETERMINERS = frozenset({"the", "a", "an", "its", "their", "his", "her", "our", "your", "my"})
 RELATION_PREPOSITIONS = frozenset({"of", "to", "as", "with", "from"})
 PARTICLES = frozenset({"up", "out", "off", "down", "away", "over"})
 MIN_PREFIX_CHARS = 4  # "hypernyms *of*", "belong *to*", "marked *as*"
@@ -92,7 +93,11 @@ class RelationLabels:
                 text.claim(constant.start, constant.end, EDGE_NAME)
                 continue
             if nxt is not None and self._labels_next(text, constant, nxt):
-                verb = any("VERB" in word_classes(w) for w in text.words(constant.start, constant.end))
+                # after an article or a possessive it is a noun, whatever else it may be ("the *reverse* of X")
+                noun = constant.start > 0 and text.tokens[constant.start - 1].lower in NOUN_DETERMINERS
+                verb = not noun and any(
+                    "VERB" in word_classes(w) for w in text.words(constant.start, constant.end)
+                )
                 text.claim(constant.start, constant.end, "relation" if verb else LABELLING_NOUN)
                 continue
             kept.append(constant)

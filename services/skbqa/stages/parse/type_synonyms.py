@@ -18,6 +18,7 @@ import numpy as np
 
 from skbqa.query.encoder import Encoder
 from skbqa.skb.schema import Schema
+from skbqa.stages.english import word_classes
 from skbqa.stages.parse.chain_words import PLACEHOLDERS, names_level, names_narrower
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.relations import stems
@@ -49,6 +50,10 @@ OPENING_WORDS = 4  # "Can you show …", "I'm looking for …": where a request 
 HEAD_DETERMINERS = frozenset(
     {"the", "a", "an", "all", "any", "some", "me", "of", "for", "those", "these", "out", "among"}
 )  # "*Out of the* packages depended on by X, which …"
+# What may open the object of a verb right after a wh-word ("what makes *something* …", "what causes *the* …")
+VERB_OBJECT_OPENERS = frozenset(
+    {"something", "someone", "somebody", "anything", "anyone", "it", "them", "the", "a", "an"}
+)
 ELLIPTIC_WORDS = 5  # "…: *modes of inheritance*?", "…? *genes please*": a last part this short may be the request
 
 
@@ -130,6 +135,8 @@ class TypeSynonyms:
             j = i + 1
             if i in wh and j < len(words) and words[j] in COPULAS:
                 j += 1
+            elif i in wh and _verb_of_the_wh_word(words, j):
+                continue  # "what *causes* the disease", "what *makes* something appear": the wh-word is the subject
             while i == -1 and j < len(words) and words[j] in OPENING_AUXILIARIES:  # "*Are there* any codebases …"
                 j += 1
             j = _past_qualifying_names(words, j, inside)
@@ -312,3 +319,12 @@ def _past_qualifying_names(words: Sequence[str], start: int, inside: set[int]) -
 def same_root(a: str, b: str) -> bool:
     """ "description" and "describing": one crude stem (`relations.stems`), both words long enough to carry one."""
     return min(len(a), len(b)) >= ROOT_MIN_CHARS and stems(a) == stems(b)
+
+
+def _verb_of_the_wh_word(words: list[str], j: int) -> bool:
+    """ "what *causes* the disease": a verb with the -s of its third person right after the wh-word, its object
+    following, makes the wh-word the subject; a plural noun would be followed by its own verb ("what *drugs*
+    treat …")."""
+    if j + 1 >= len(words) or not words[j].endswith("s") or words[j + 1] not in VERB_OBJECT_OPENERS:
+        return False
+    return "VERB" in word_classes(words[j]) or "VERB" in word_classes(words[j][:-1])
