@@ -1,7 +1,7 @@
 """A name right before the answer's head class, on a schema of its own (a gazetteer and cookbook lexicon; nothing
 here is in the development data): "*Norwegian* towns" are the towns the adjective reaches through the country it
 pertains to, "*noodle* dishes" are the kinds of the noodle that is a dish, and a name the class's members are not
-linked to stays words for ranking. Also the class said in the plural after "types of" ("types of *stews*"), and
+linked to stays words for ranking; with another name of the class ("Norse *gods*" for the class "Norse deity"). Also the class said in the plural after "types of" ("types of *stews*"), and
 words said after the question that tell which sense of a name or of the class is meant ("… I mean the dish")."""
 
 from __future__ import annotations
@@ -75,6 +75,29 @@ NODES = [
     {"id": 55, "type": "noun_sense", "name": "drill press", "text": "a power drill on a stand"},
     {"id": 56, "type": "noun_sense", "name": "fjeld", "text": "a high rocky plateau above the tree line"},
     {"id": 57, "type": "noun_sense", "name": "Hardangervidda", "text": "a wide mountain plateau in the south"},
+    {
+        "id": 60,
+        "type": "noun_sense",
+        "name": "deity",
+        "text": "a supernatural being",
+        "attrs": {"words": "deity; god"},
+    },
+    {"id": 61, "type": "noun_sense", "name": "Norse deity", "text": "a deity of Scandinavian myth"},
+    {"id": 64, "type": "adjective_sense", "name": "Norse", "text": "of or relating to medieval Scandinavia"},
+    {
+        "id": 62,
+        "type": "noun_sense",
+        "name": "Odin",
+        "text": "the chief of the Aesir",
+        "attrs": {"words": "Odin; Woden"},
+    },
+    {
+        "id": 63,
+        "type": "noun_sense",
+        "name": "Thor",
+        "text": "the thunder one, son of Odin",
+        "attrs": {"words": "Thor"},
+    },
 ]
 EDGES = [
     {"src": 4, "type": "instance_of", "dst": 1},
@@ -97,6 +120,9 @@ EDGES = [
     {"src": 53, "type": "kind_of", "dst": 51},
     {"src": 54, "type": "kind_of", "dst": 51},
     {"src": 57, "type": "instance_of", "dst": 56},
+    {"src": 61, "type": "kind_of", "dst": 60},
+    {"src": 62, "type": "instance_of", "dst": 61},
+    {"src": 63, "type": "instance_of", "dst": 61},
 ]
 
 
@@ -174,6 +200,14 @@ def test_a_name_and_the_class_that_together_name_a_class(engine: EmbeddedEngine)
     classes = {parsed.symbols[t.tail].names for t in parsed.triplets if t.head == parsed.target}
     assert classes == {("hand tool",)}
     assert _top(engine, "which hand tools are there", 2) == {53, 54}
+
+
+def test_a_name_and_another_name_of_the_class_that_together_name_a_class(engine: EmbeddedEngine) -> None:
+    """ "Norse gods": the class noun's node is also called "deity", and "Norse deity" is a class of its own."""
+    parsed = parse(engine, "which Norse gods are there")
+    classes = {parsed.symbols[t.tail].names for t in parsed.triplets if t.head == parsed.target}
+    assert classes == {("Norse deity",)}
+    assert _top(engine, "which Norse gods are there", 2) == {62, 63}
 
 
 def test_a_plural_english_does_not_know_names_its_singular_class(engine: EmbeddedEngine) -> None:

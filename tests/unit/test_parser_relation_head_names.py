@@ -55,3 +55,12 @@ def test_a_word_of_an_edge_name_says_the_relation_over_a_type_description(engine
     assert parsed.target_type == "concept"
     assert edges(parsed) == {("y", "part_of", "c1")}
     assert {item.node_id for item in engine.ask(question, strategy="af").items[:2]} == {2, 3}
+
+
+@pytest.mark.parametrize("question", ["Which parts of a bank are there?", "which parts of a bank have two names"])
+def test_a_noun_after_an_indefinite_article_before_the_main_verb_is_a_name(
+    engine: EmbeddedEngine, question: str
+) -> None:
+    """ "parts of *a bank* are there": nothing qualifies the noun (no "of", "that" or participle after it), so it
+    names a node rather than introducing an unnamed one."""
+    assert edges(parse(engine, question)) == {("y", "part_of", "c1")}

@@ -160,6 +160,16 @@ class NameLexicon:
     def __len__(self) -> int:
         return len(self._keys)
 
+    def names_of(self, nodes: NodeTable, position: int) -> list[str]:
+        """The node's name and the aliases the lexicon reads for it, in that order."""
+        names = [nodes.names[position]]
+        code = int(nodes.types[position])
+        for type_code, attr, separator in self.alias_keys:
+            value = nodes.attrs[position].get(attr) if type_code == code else None
+            if isinstance(value, str):
+                names += [alias for alias in _items(value, separator) if alias not in names]
+        return names
+
     def _entries(self, key: str) -> list[Entry]:
         group = self._keys.get(key)
         if group is None:

@@ -22,6 +22,7 @@ from skbqa.stores.index import IndexStores
 from skbqa.stores.lexicon import NameLexicon
 
 CONSTANT_CLAIM = "constant"
+MAX_CLASS_SENSES = 8  # of the class noun's nodes, how many lend their other names to a compound
 
 
 def premodifier(parsed: StructuredQuery, text: QuestionText, head_start: int) -> tuple[str, int] | None:
@@ -65,10 +66,8 @@ def read_modifier(
     members = members[types[members] == answer_type]
     own = [t for t in parsed.triplets if modifier not in (t.head, t.tail)]
     class_words = parsed.symbols[class_symbol].names[0]
-    compound = f"{symbol.names[0]} {class_words}"
-    joined = lexicon.positions(compound, original=compound)
-    joined = joined[types[joined] == answer_type]
-    if joined.size and int(graph.degree(joined, None, "in").sum()):
+    compound = _compound_class(symbol.names[0], class_words, class_nodes, lexicon, stores, answer_type)
+    if compound is not None:
         # "star signs", "ballroom dances": the two words name a class of their own
         parsed.triplets[:] = own
         del parsed.symbols[modifier]
@@ -98,3 +97,26 @@ def read_modifier(
     parsed.triplets.append(Triplet(parsed.target, None, modifier, "undirected", 1, 1 if one_step else 2))
     warnings.append(f"{symbol.names[0]!r} qualifies the class {class_words!r}: its members that it links to")
     return True
+
+
+def _compound_class(
+    modifier: str,
+    class_words: str,
+    class_nodes: np.ndarray,
+    lexicon: NameLexicon,
+    stores: IndexStores,
+    answer_type: int,
+) -> str | None:
+    """The name of a class with members that the modifier and the class noun, or another name of the class's nodes,
+    make: "star signs"; "Egyptian gods" where the gods' node is also called "deity" and "Egyptian deity" is a class."""
+    nodes = stores.nodes
+    others = (
+        name for position in class_nodes[:MAX_CLASS_SENSES] for name in lexicon.names_of(nodes, int(position))
+    )
+    for words in dict.fromkeys([class_words, *(name for name in others if name.lower() != class_words.lower())]):
+        compound = f"{modifier} {words}"
+        joined = lexicon.positions(compound, original=compound)
+        joined = joined[nodes.types[joined] == answer_type]
+        if joined.size and int(stores.graph.degree(joined, None, "in").sum()):
+            return compound
+    return None

@@ -14,7 +14,8 @@ from skbqa.query.context import QueryContext
 from skbqa.stages.english import is_english, word_classes
 from skbqa.stages.parse.chain_words import PLACEHOLDERS, RELATING_PREPOSITIONS, after_kind_noun
 from skbqa.stages.parse.gerunds import gerund_name, with_verb_nodes
-from skbqa.stages.parse.modifier_words import COMPARATIVES, compared, only_a_modifier
+from skbqa.stages.parse.modifier_words import compared, only_a_modifier
+from skbqa.stages.parse.name_slots import a_participle, in_a_name_slot, object_of_a_preposition
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.relation_labels import RelationLabels
 from skbqa.stages.parse.relation_verbs import (
@@ -42,6 +43,7 @@ SHORT_ENGLISH = frozenset(
      "ie", "eg", "et", "al", "re", "pm", "st", "nd", "rd", "th"}
 )  # fmt: skip
 INDEFINITE_ARTICLES = frozenset({"a", "an"})  # before a single word: a common noun ("an archive"), no name
+MAIN_VERBS = frozenset({"is", "are", "was", "were", "has", "have", "had"})  # what may follow a noun phrase's end
 MIN_FUZZY_WORDS = 2
 LONG_RESPELL_NAME_WORDS = 3  # a long word English also knows is respelt only inside a name this long
 MIN_SINGLE_CORRECTED_CHARS = 7  # a corrected one-word name must be long: short unknown words are mostly jargon
@@ -265,8 +267,10 @@ class ConstantSpotter:
             return False
         if verb_after_do_subject(text, start) and all(w in FUNCTION_WORDS for w in words[1:]):
             return False  # "what groups does the dog *belong to*": the question's verb and its particle
-        if all(t.text.islower() or i == 0 for i, t in enumerate(text.tokens[start:end], start)) and all(
-            w in FUNCTION_WORDS or w in QUESTION_WORDS or is_discourse_word(w) for w in words
+        if (
+            all(t.text.islower() or i == 0 for i, t in enumerate(text.tokens[start:end], start))
+            and all(w in FUNCTION_WORDS or w in QUESTION_WORDS or is_discourse_word(w) for w in words)
+            and not (end - start == 1 and len(words[0]) == 2 and in_a_name_slot(text, start, self._stated_stems))
         ):
             return False  # "I'm *looking for* …", "*tell me* which …": how one asks, in words some node is named
         # A bare type word ("gene", "diseases") is a type hint, not a node name.
@@ -286,15 +290,16 @@ class ConstantSpotter:
             text.tokens[index - 1].lower in RELATING_PREPOSITIONS
             and not (text.tokens[index - 1].lower == "to" and "NOUN" not in word_classes(word))
         )
-        if lower and not after_preposition and (word in self.called or is_discourse_word(word)):
+        name_slot = in_a_name_slot(text, index, self._stated_stems)  # "modules that import *re*"
+        if lower and not (after_preposition or name_slot) and (word in self.called or is_discourse_word(word)):
             return False  # "which *words* …", "I'd like to *know* …", "*Help* me find …": how one asks
-        if len(word) == 2 and (word in SHORT_ENGLISH or not word.isalnum()):
+        if len(word) == 2 and (word in SHORT_ENGLISH or not word.isalnum()) and not name_slot:
             return False
         if index == 0 and word in QUESTION_WORDS:  # "*Identify* all the tags …", "*List* …": the request itself
             return False
         if index == 0 and text.tokens[0].text.islower() and is_discourse_word(word):
             return False  # "*hey*, quick one: …", "*stuff* that suggests X": how the question opens
-        if text.gap_before(index) == "-" and text.tokens[index].text.islower() and _a_participle(word):
+        if text.gap_before(index) == "-" and text.tokens[index].text.islower() and a_participle(word):
             return False  # "Golgi stack-*localized* genes", "CLRN1-*related*": it relates the word before
         if verb_of_relative_clause(text, index) or verb_after_do_subject(text, index) or compared(text, index):
             return False  # "… that *links* against X"; "the *same* as X", "more *general* terms"
@@ -306,12 +311,15 @@ class ConstantSpotter:
             text.tokens[index].text.islower()
             and only_a_modifier(word)
             and not self._typed_next_to(text, index)
-            and not _object_of_a_preposition(text, index)
+            and not object_of_a_preposition(text, index)
         ):
             # "but *only* those …", "*less* than 9": English, unless a type word says it is one ("the less package")
             return False
-        # "a subtype of …", "a protein that …" introduce an unnamed node; "the parts of *a car*" names one
-        ends_clause = index + 1 >= len(text) or text.boundary_before(index + 1)
+        # "a subtype of …", "a protein that …" introduce an unnamed node; "the parts of *a car*" names one, and so
+        # does "which parts of *a car* are there": the question's own verb follows, nothing qualifies the noun
+        ends_clause = (
+            index + 1 >= len(text) or text.boundary_before(index + 1) or text.tokens[index + 1].lower in MAIN_VERBS
+        )
         start = index
         # "a *noun* sense that …", "an *adjective* term which …": the schema's own words for its nodes between the
         # article and the word still introduce an unnamed node
@@ -363,24 +371,6 @@ class ConstantSpotter:
 
     def connecting(self, word: str) -> bool:
         return word in FUNCTION_WORDS or word[:5] in self.relation_stems
-
-
-# Prepositions a verb may take that the function words leave out
-
-
-def _a_participle(word: str) -> bool:
-    """Whether the word is a verb's past participle ("localized", "related", "encoded")."""
-    return word.endswith("ed") and "VERB" in word_classes(word)
-
-
-def _object_of_a_preposition(text: QuestionText, index: int) -> bool:
-    """ "antonyms of *meagerly*": an adverb after a preposition, ending its clause, modifies nothing: it is named."""
-    return (
-        index > 0
-        and text.tokens[index - 1].lower in ("of", "to", "as", "than", "like")
-        and (index + 1 >= len(text) or text.boundary_before(index + 1))
-        and text.tokens[index].lower not in COMPARATIVES
-    )
 
 
 def _free_but_names(

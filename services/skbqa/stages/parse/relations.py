@@ -166,12 +166,17 @@ class RelationChooser:
         self, from_type: str, to_type: str, constant_is_subject: bool, said: set[str]
     ) -> list[RelationOption]:
         found: list[RelationOption] = []
+        # an edge the schema has both ways between the two types ("imports": module to package, package to module)
+        # leaves its direction to the clause, as one between two nodes of one type does
+        forward = {e.name for e in self._edges if e.source == from_type and e.target == to_type}
+        both_ways = forward & {e.name for e in self._edges if e.source == to_type and e.target == from_type}
         for edge, target_verbs in zip(self._edges, self._target_verbs, strict=True):
             # the clause's subject is the edge's source, unless the description says the clause's verb of the target
             source_side = constant_is_subject != bool(target_verbs & said)
-            if edge.source == from_type and edge.target == to_type and (from_type != to_type or source_side):
+            by_types = from_type != to_type and edge.name not in both_ways
+            if edge.source == from_type and edge.target == to_type and (by_types or source_side):
                 found.append(RelationOption((Hop(edge, True),), ()))
-            elif edge.source == to_type and edge.target == from_type and (from_type != to_type or not source_side):
+            elif edge.source == to_type and edge.target == from_type and (by_types or not source_side):
                 found.append(RelationOption((Hop(edge, False),), ()))
         return found
 
