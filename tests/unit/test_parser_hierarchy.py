@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from skbqa.engine.embedded import EmbeddedEngine
-from skbqa.stages.parse.chain_words import narrower_tail
+from skbqa.stages.parse.chain_words import chain_phrases, narrower_tail, without_name_article
 from tests.helpers import engine_over
 from tests.unit.test_encoder_parser import constants, edges, parse
 
@@ -69,6 +69,14 @@ def test_a_kind_of_a_named_node_is_an_unnamed_narrower_node(engine: EmbeddedEngi
     assert ("m1", "is_a", "c1") in edges(parsed) or ("m1", None, "c1") in edges(parsed)
     ranked = [item.node_id for item in engine.ask("which dishes use a kind of cheese?", strategy="af").items[:2]]
     assert sorted(ranked) == [10, 11]
+
+
+def test_the_words_before_a_name_are_read_without_its_article() -> None:
+    """ "adjectives for the parts of *the* ear": the cut into the answer's words and the narrower node's is made
+    on the words before the name's own article, and those are the phrases embedded for it."""
+    assert without_name_article(["for", "the", "parts", "of", "the"]) == ["for", "the", "parts", "of"]
+    assert without_name_article(["made", "of"]) == ["made", "of"]
+    assert "the parts of" in chain_phrases(["for", "the", "parts", "of", "the"], [], [])
 
 
 def test_the_answer_said_to_be_a_subtype_of_an_unnamed_node(engine: EmbeddedEngine) -> None:

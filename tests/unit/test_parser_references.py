@@ -222,6 +222,11 @@ def test_an_edge_said_in_other_words_needs_its_meaning_far_ahead(
     [
         ("chain, the drive rings - what is it made of?", "chain - what is it made of?"),
         ("a chain, the shops, and its owner", "a chain, and its owner"),
+        (
+            "Give me the parts of the chain, the drive rings.",
+            "Give me the parts of the chain.",
+        ),  # at the full stop
+        ("the chain, the drive rings.io", None),  # a dot inside a word ends no sentence
         ("the chain, the thing we saw, and a bicycle", None),  # shares no word with a chain's text: no gloss
         ("bicycle, the vehicle, and its parts", None),  # one node of that name: nothing to choose between
     ],

@@ -44,6 +44,7 @@ PLACEHOLDERS = frozenset(
 )
 # Words that introduce an unnamed node ("a part of", "some subtype of", "something that is part of", "the direct
 # subtypes of").
+NAME_ARTICLES = frozenset({"the", "a", "an"})
 INDEFINITE = frozenset(
     {"a", "an", "some", "any", "one", "certain", "particular", "the", "something", "anything", "those", "its"}
 )
@@ -156,6 +157,14 @@ def shares_the_node(first: Sequence[str], last: Sequence[str]) -> bool:
     return bool(SHARING_WORDS & {*first, *last}) and set(content_words(last)) <= SHARING_WORDS
 
 
+def without_name_article(before: list[str]) -> list[str]:
+    """The words before a name without the article that introduces it ("the parts of *the*")."""
+    end = len(before)
+    while end > 0 and before[end - 1] in NAME_ARTICLES:
+        end -= 1
+    return before[:end]
+
+
 def chain_phrases(
     before: list[str], after: list[str], mentions: Sequence[tuple[int, int]], kinds: Sequence[tuple[int, int]] = ()
 ) -> list[str]:
@@ -163,10 +172,11 @@ def chain_phrases(
     at these offsets of `before`; `kinds`: those of them whose words join both hops beside them), to embed in one
     call."""
     wanted = {" ".join(before)}
-    for cut in range(1, len(before)):
-        if before[cut] in INDEFINITE:  # the only cuts `hierarchy` reads
-            wanted.add(" ".join(before[:cut]))
-            wanted.add(" ".join(before[cut:]))
+    core = without_name_article(before)
+    for cut in range(1, len(core)):
+        if core[cut] in INDEFINITE:  # the only cuts `hierarchy` reads
+            wanted.add(" ".join(core[:cut]))
+            wanted.add(" ".join(core[cut:]))
     tail = narrower_tail(before)
     for start, end in mentions:
         wanted.add(" ".join(before[:start]))

@@ -26,6 +26,7 @@ from skbqa.query.encoder import Encoder
 from skbqa.skb.schema import EdgeType, Schema
 from skbqa.stages.parse.chain_words import (
     INDEFINITE,
+    NAME_ARTICLES,
     RELATING_PREPOSITIONS,
     RELATIVE_PRONOUNS,
     content_words,
@@ -35,6 +36,7 @@ from skbqa.stages.parse.chain_words import (
     names_narrower,
     narrower_tail,
     shares_the_node,
+    without_name_article,
 )
 from skbqa.stages.parse.question_text import is_discourse_word
 from skbqa.stages.parse.relations import (
@@ -59,7 +61,6 @@ MIN_HIERARCHY_COSINE = 0.2
 # What a taxonomy's edge says, in English: the one edge of a type that words for its levels mean ("the *parents*
 # of", "*directly above*", "its *children*") is the one whose name and description read most like this.
 TAXONOMY_PHRASE = "is a more specific kind of: a subtype, subclass or child of its parent"
-NAME_ARTICLES = frozenset({"the", "a", "an"})
 LEVEL_WORDS = frozenset({"above", "below", "beneath", "broader", "narrower", "level", "levels"})
 
 
@@ -257,6 +258,7 @@ class ChainReader:
         best = self._answer_side_hierarchy(before, target_type, constant_type, encode, graph, constant_nodes)
         if not self.between(constant_type, constant_type):
             return best
+        before = without_name_article(before)  # "for the parts of | *the* ear"
         same_type = constant_type == target_type
         whole = encode.get(" ".join(before))
         singles = {e.name: self.score(before, e, whole) for e in self.between(target_type, constant_type)}

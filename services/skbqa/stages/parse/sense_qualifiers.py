@@ -46,11 +46,12 @@ _PATTERNS = (
 # (*be upright*)". Such words are a gloss only when the data says so (`cut_glosses`): parentheses also hold
 # constraints ("(direct subtypes)", "(not individual people)").
 _PARENTHESIS = re.compile(r"(?P<name>(?:[\w'-]+ ){0,2}[\w'-]+)\s*\(\s*(?P<q>[a-z][^()]*?)\s*\)")
-# "Fencing, *the sword sport* - what …": a name, a comma, "the" and a few words up to the next punctuation (its
-# gloss; short, so a single shared word suffices: the construction itself says it is a gloss)
+# "Fencing, *the sword sport* - what …": a name, a comma, "the" and a few words up to the next punctuation or the
+# sentence's full stop (its gloss; short, so a single shared word suffices: the construction itself says it is a
+# gloss)
 _APPOSITION = re.compile(
     r"(?P<name>(?:[\w'-]+ ){0,2}[\w'-]+),\s+the\s+(?P<q>[a-z][\w'-]*(?:\s+[a-z][\w'-]*){0,3})"
-    r"(?=\s*(?:[,;:?!]|[-–—]\s|$))"
+    r"(?=\s*(?:[,;:?!]|\.(?:\s|$)|[-–—]\s|$))"
 )
 GLOSS_SHARE = 0.5  # of a parenthesis's sense words one node of the name's document must share, and at least
 MIN_GLOSS_WORDS = 2  # this many
