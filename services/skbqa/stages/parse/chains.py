@@ -43,6 +43,7 @@ from skbqa.stages.parse.relations import (
     PLAIN_EDGE_BONUS,
     Hop,
     RelationOption,
+    both_ways,
     edge_text,
     is_plain,
     shared_weight,
@@ -129,6 +130,8 @@ class ChainReader:
         (the one nearer the constant)."""
         found: list[tuple[float, Hop]] = []
         edges = self.between(near_type, far_type)
+        both = both_ways(edges, near_type, far_type)  # "imports" module to package and back: as the words say
+        edges = [e for e in edges if e.name not in both or (e.source == far_type) == part.far_is_subject]
         evidence = [self.evidence(part.words, edge, vector) for edge in edges]
         # words that name none of the edges ("phenotypes *occur in* diseases …") leave the plain edge the reading
         unnamed = not any(lexical for lexical, _ in evidence)
@@ -352,9 +355,8 @@ class ChainReader:
         """Edges among the constant's type that the words name, best first: by a shared stem, or by a cosine that
         is both fair in itself and above the words' cosine to every edge between answer and constant (so "a part
         of" reads as part_of, while "associated with" stays the answer's own edge)."""
-        # English "sub-" before a noun ("a *sub*process of", "a *sub*type of"), or a kind or part noun before
-        # "of", names a narrower node of the same kind: a hierarchy hop, whichever edge the rest of the words fit
-        # best.
+        # English "sub-" before a noun ("a *sub*process of", "a *sub*type of"), or a kind or part noun before "of",
+        # names a narrower node of the same kind: a hierarchy hop, whichever edge the rest of the words fit best.
         narrower = any(w.startswith("sub") and noun_lemma(w[3:]) is not None for w in content_words(words))
         narrower = narrower or narrower_tail(words) > 0
         if vector is None and not narrower:

@@ -33,6 +33,7 @@ _CLAUSE_TAIL = frozenset({"are", "is", "there", "exist", "exists", "s"})
 # What may stand between two coordinated names ("X and Y", "X, Y or Z", "both X and Y").
 COORDINATION = frozenset({"and", "or", "nor", "both", "either", "neither", "as", "well"})
 HAVE_WORDS = frozenset({"have", "has", "having", "had"})
+HEAD_MODIFIER_WORDS = 3  # "the direct *parent* classes of X": how far back the answer's head noun phrase is read
 ANSWER_PRONOUNS = frozenset({"they"})  # what a clause after a name calls the (plural) answer; "it" is the name
 # Auxiliaries a relative clause's verb may follow ("the packages X *is* enhanced by", "… X *does* depend on").
 _AUXILIARIES = frozenset(
@@ -138,7 +139,11 @@ class ClauseRoles:
         )
         # "… that are parents of X", "what does X *consist* of": words for the broader end of a hierarchy turn the
         # relation around, before the constant or as its own verb.
-        inverse = any(w in INVERSE_WORDS for w in before_words) or after[:1] in ([w] for w in WHOLE_VERBS)
+        inverse = (
+            any(w in INVERSE_WORDS for w in before_words)
+            or after[:1] in ([w] for w in WHOLE_VERBS)
+            or _broader_head_of(text, constant)
+        )
         return subject != inverse
 
     def _listed_under_an_edge(self, after_words: Sequence[str]) -> bool:
@@ -151,6 +156,18 @@ class ClauseRoles:
             and any(self.names_edge(w) for w in content[1:])
             and not any(is_narrower_noun(w) or w in INVERSE_WORDS for w in content)
         )
+
+
+def _broader_head_of(text: QuestionText, constant: Constant) -> bool:
+    """ "the *parent* classes of X", "the *superclasses* of X": the answer's head noun, right before "of" and the
+    name, says the broader end of a hierarchy, though its words are the answer's, not the clause's."""
+    k = constant.start - 1
+    while k > 0 and text.tokens[k].lower in ("the", "a", "an"):
+        k -= 1
+    if k < 1 or text.tokens[k].lower != "of" or text.claimed[k - 1] != "target":
+        return False
+    head = range(max(0, k - HEAD_MODIFIER_WORDS), k)
+    return any(text.tokens[i].lower in INVERSE_WORDS and text.claimed[i] in (None, "target") for i in head)
 
 
 def _answer_pronoun_acts(after_words: Sequence[str]) -> bool:

@@ -29,6 +29,7 @@ from skbqa.stages.parse.base import Reading
 from skbqa.stages.parse.chain_words import (
     RELATIVE_PRONOUNS,
     SHARING_WORDS,
+    is_level_noun,
     is_narrower_noun,
 )
 from skbqa.stages.parse.constants import FUZZY_MIN_COSINE, Constant, ConstantSpotter
@@ -241,7 +242,8 @@ class EncoderParser:
             if w.lower()[:5] not in self._constants.relation_stems and not is_discourse_word(w.lower())
         ]
         if reads_hierarchy(parsed):  # "a subtype of", "part of some": stated by the chain, not text to match
-            leftover = [w for w in leftover if not is_narrower_noun(w.lower())]
+            # (and "the *parent* classes of X": the level the hop goes to)
+            leftover = [w for w in leftover if not is_narrower_noun(w.lower()) and not is_level_noun(w.lower())]
             leftover = span_two_levels(text, parsed, leftover, warnings)
         if (
             any(s.type is not None and not s.is_constant and n != parsed.target for n, s in parsed.symbols.items())

@@ -93,7 +93,12 @@ class HeadNounLimits:
             kinds = {k for k in kinds if any(e.source == k and e.target == k for e in self._schema.edge_types)}
             return next(iter(kinds)) if len(kinds) == 1 else None
         span = next(((s, e) for s, e in spans if s == j), None)
-        return None if span is None else self._kind_in_a_hierarchy(text.span_text(*span))
+        if span is None:
+            return None
+        # "the subclasses of the Mailbox *class*": a type word right after the name says its kind
+        typed = {m.type_name for m in mentions if m.start == span[1]}
+        typed = {k for k in typed if any(e.source == k and e.target == k for e in self._schema.edge_types)}
+        return next(iter(typed)) if len(typed) == 1 else self._kind_in_a_hierarchy(text.span_text(*span))
 
     def _kind_in_a_hierarchy(self, surface: str) -> str | None:
         """Of the types of the nodes so named, the one whose nodes have the most edges to nodes of their own type

@@ -26,6 +26,7 @@ class NamedCategories:
         self._schema = stores.nodes.schema
         self._lexicon = lexicon
         self._hierarchies: dict[int, str | None] = {}
+        self._type_names = {t.name.replace("_", " ").lower() for t in self._schema.node_types}
 
     def read(self, text: QuestionText, spans: Sequence[tuple[int, int]]) -> tuple[str, int, int] | None:
         """The type of the nodes named right before a term noun that heads the question, with the start and end
@@ -45,8 +46,9 @@ class NamedCategories:
                 names.append((next_start, next_end))
                 close = next_end
             noun = text.tokens[close].lower if close < len(text) else ""
-            if (noun_lemma(noun) or noun) not in TERM_NOUNS:
-                continue
+            lemma = noun_lemma(noun) or noun
+            if lemma not in TERM_NOUNS or lemma in self._type_names:
+                continue  # (a term noun that names a type is that type: "weakref *classes*" where classes are one)
             kinds = self._kinds_named(text, names)
             if len(kinds) == 1:
                 return next(iter(kinds)), start, close + 1

@@ -87,6 +87,14 @@ def is_plain(edge: EdgeType) -> bool:
     return edge.source != edge.target and not (words - types - FUNCTION_WORDS - _LINKING_WORDS)
 
 
+def both_ways(edges: Sequence[EdgeType], a: str, b: str) -> set[str]:
+    """The names of the edges the schema has from type a to type b and from b to a (two types, not one)."""
+    if a == b:
+        return set()
+    forward = {e.name for e in edges if e.source == a and e.target == b}
+    return forward & {e.name for e in edges if e.source == b and e.target == a}
+
+
 def edge_text(edge: EdgeType) -> str:
     return f"{edge.name.replace('_', ' ')}: {edge.description}".strip(": ")
 
@@ -168,12 +176,11 @@ class RelationChooser:
         found: list[RelationOption] = []
         # an edge the schema has both ways between the two types ("imports": module to package, package to module)
         # leaves its direction to the clause, as one between two nodes of one type does
-        forward = {e.name for e in self._edges if e.source == from_type and e.target == to_type}
-        both_ways = forward & {e.name for e in self._edges if e.source == to_type and e.target == from_type}
+        both = both_ways(self._edges, from_type, to_type)
         for edge, target_verbs in zip(self._edges, self._target_verbs, strict=True):
             # the clause's subject is the edge's source, unless the description says the clause's verb of the target
             source_side = constant_is_subject != bool(target_verbs & said)
-            by_types = from_type != to_type and edge.name not in both_ways
+            by_types = from_type != to_type and edge.name not in both
             if edge.source == from_type and edge.target == to_type and (by_types or source_side):
                 found.append(RelationOption((Hop(edge, True),), ()))
             elif edge.source == to_type and edge.target == from_type and (by_types or not source_side):
