@@ -10,11 +10,15 @@ from collections.abc import Callable, Sequence
 from skbqa.stages.parse.question_text import FUNCTION_WORDS, QuestionText, is_discourse_word
 from skbqa.stages.parse.type_mentions import noun_lemma, unknown_word_lemma
 
-# The broader or containing end of a relation, in English: "parents of X", "processes containing X".
-INVERSE_WORDS = frozenset(
+# Words for the broader end of a hierarchy in a noun phrase: "the *parents* of X", "the *broader* terms of X".
+BROADER_NOUNS = frozenset(
     {"parent", "parents", "grandparent", "grandparents", "superclass", "superclasses", "supertype", "supertypes",
      "ancestor", "ancestors", "hypernym", "hypernyms", "superordinate", "superordinates", "holonym", "holonyms",
-     "broader", "general", "generic", "wider", "above", "containing", "contains", "contain", "include", "includes",
+     "broader", "wider"}
+)  # fmt: skip
+# The broader or containing end of a relation, in English: "parents of X", "processes containing X".
+INVERSE_WORDS = BROADER_NOUNS | frozenset(
+    {"general", "generic", "above", "containing", "contains", "contain", "include", "includes",
      "including", "comprising", "comprises", "comprise", "encompassing", "encompasses", "whole", "wholes", "consist",
      "consists", "consisting", "composed"}
 )  # fmt: skip

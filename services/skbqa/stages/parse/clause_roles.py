@@ -12,6 +12,7 @@ import numpy as np
 
 from skbqa.stages.english import word_classes
 from skbqa.stages.parse.chain_words import (
+    BROADER_NOUNS,
     INVERSE_WORDS,
     PLACEHOLDERS,
     RELATIVE_PRONOUNS,
@@ -167,7 +168,7 @@ def _broader_head_of(text: QuestionText, constant: Constant) -> bool:
     if k < 1 or text.tokens[k].lower != "of" or text.claimed[k - 1] != "target":
         return False
     head = range(max(0, k - HEAD_MODIFIER_WORDS), k)
-    return any(text.tokens[i].lower in INVERSE_WORDS and text.claimed[i] in (None, "target") for i in head)
+    return any(text.tokens[i].lower in BROADER_NOUNS and text.claimed[i] in (None, "target") for i in head)
 
 
 def _answer_pronoun_acts(after_words: Sequence[str]) -> bool:
