@@ -26,7 +26,6 @@ from skbqa.query.encoder import Encoder
 from skbqa.skb.schema import EdgeType, Schema
 from skbqa.stages.parse.chain_words import (
     INDEFINITE,
-    NAME_ARTICLES,
     RELATING_PREPOSITIONS,
     RELATIVE_PRONOUNS,
     content_words,
@@ -170,7 +169,7 @@ class ChainReader:
         # ends in its verb, after the constant; that verb is the answer's hop, with the nearer node its subject
         relative = False  # "the packages *that X recommends*": X, the far node, is the last verb's subject
         # the word that opens the constant's own clause, past its article ("the genus *that* the horse belongs to")
-        opener = next((w for w in reversed(before[cuts[-1] :]) if w not in NAME_ARTICLES), "")
+        opener = (without_name_article(before[cuts[-1] :]) or [""])[-1]
         gap = (
             not content_words(parts_words[0])
             and bool(content_words(after))

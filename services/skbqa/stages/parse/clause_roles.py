@@ -14,6 +14,7 @@ from skbqa.stages.english import word_classes
 from skbqa.stages.parse.chain_words import (
     BROADER_NOUNS,
     INVERSE_WORDS,
+    NAME_ARTICLES,
     PLACEHOLDERS,
     RELATIVE_PRONOUNS,
     WHOLE_VERBS,
@@ -163,7 +164,7 @@ def _broader_head_of(text: QuestionText, constant: Constant) -> bool:
     """ "the *parent* classes of X", "the *superclasses* of X": the answer's head noun, right before "of" and the
     name, says the broader end of a hierarchy, though its words are the answer's, not the clause's."""
     k = constant.start - 1
-    while k > 0 and text.tokens[k].lower in ("the", "a", "an"):
+    while k > 0 and text.tokens[k].lower in NAME_ARTICLES:
         k -= 1
     if k < 1 or text.tokens[k].lower != "of" or text.claimed[k - 1] != "target":
         return False

@@ -31,6 +31,7 @@ from skbqa.stages.parse.relations import stems
 from skbqa.stages.parse.spelling import Speller, span_readings
 from skbqa.stages.parse.type_descriptions import called_nouns
 from skbqa.stages.parse.type_mentions import QUESTION_WORDS, TypeVocabulary, noun_lemma
+from skbqa.stages.parse.type_synonyms import COPULAS
 from skbqa.stages.plural_names import name_positions
 from skbqa.stores.index import IndexStores
 from skbqa.stores.lexicon import NameLexicon
@@ -43,7 +44,7 @@ SHORT_ENGLISH = frozenset(
      "ie", "eg", "et", "al", "re", "pm", "st", "nd", "rd", "th"}
 )  # fmt: skip
 INDEFINITE_ARTICLES = frozenset({"a", "an"})  # before a single word: a common noun ("an archive"), no name
-MAIN_VERBS = frozenset({"is", "are", "was", "were", "has", "have", "had"})  # what may follow a noun phrase's end
+MAIN_VERBS = COPULAS | {"has", "have", "had"}  # what may follow a noun phrase's end
 MIN_FUZZY_WORDS = 2
 LONG_RESPELL_NAME_WORDS = 3  # a long word English also knows is respelt only inside a name this long
 MIN_SINGLE_CORRECTED_CHARS = 7  # a corrected one-word name must be long: short unknown words are mostly jargon

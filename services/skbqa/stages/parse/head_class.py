@@ -32,15 +32,7 @@ MAX_NODES_LINKED = 64  # of a name's nodes of one type, how many are checked for
 
 def head_runs(text: QuestionText) -> list[list[int]]:
     """The runs of consecutive tokens claimed as the answer's head noun."""
-    runs: list[list[int]] = []
-    for i, claim in enumerate(text.claimed):
-        if claim != TARGET_CLAIM:
-            continue
-        if runs and runs[-1][-1] == i - 1:
-            runs[-1].append(i)
-        else:
-            runs.append([i])
-    return runs
+    return [list(range(start, end)) for start, end in text.claimed_runs(TARGET_CLAIM)]
 
 
 def head_words(text: QuestionText) -> list[str]:

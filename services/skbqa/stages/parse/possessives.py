@@ -17,7 +17,6 @@ from skbqa.stages.parse.question_text import QuestionText
 from skbqa.stores.nodes import NodeTable
 
 _WORD = re.compile(r"\w+")
-_APOSTROPHES = ("'", "’")
 
 
 def read_possessives(text: QuestionText, constants: list[Constant], nodes: NodeTable) -> list[Constant]:
@@ -45,16 +44,11 @@ def _possessive_end(text: QuestionText, constant: Constant) -> int | None:
     """The token after "X's" when the constant is X (with or without its "s" token), else None."""
     tokens = text.tokens
     last = constant.end - 1
-    if tokens[last].lower == "s" and last > constant.start and _apostrophe_before(text, last):
+    if tokens[last].lower == "s" and last > constant.start and text.apostrophe_before(last):
         return constant.end
-    if constant.end < len(tokens) and tokens[constant.end].lower == "s" and _apostrophe_before(text, constant.end):
+    if constant.end < len(tokens) and tokens[constant.end].lower == "s" and text.apostrophe_before(constant.end):
         return constant.end + 1
     return None
-
-
-def _apostrophe_before(text: QuestionText, index: int) -> bool:
-    start = text.tokens[index].start
-    return start > 0 and text.text[start - 1] in _APOSTROPHES
 
 
 def _identity_words(nodes: NodeTable, position: int) -> set[str]:

@@ -143,15 +143,29 @@ class QuestionText:
             # Blank the quoted words so no later pass reads them as constants or relation words.
             masked = masked[: match.start()] + " " * (match.end() - match.start()) + masked[match.end() :]
         tokens = [Token(m.group(), m.group().lower(), m.start(), m.end()) for m in _TOKEN.finditer(masked)]
+        text = cls(masked, tokens, [None] * len(tokens), quotes)
         for k in range(1, len(tokens)):
             # "what*'s* made of glass", "who*'s* the author": a contracted "is", read as the word it stands for
-            if (
-                tokens[k].lower == "s"
-                and tokens[k - 1].lower in CONTRACTING_IS
-                and masked[tokens[k - 1].end : tokens[k].start] in APOSTROPHES
-            ):
+            if tokens[k].lower == "s" and tokens[k - 1].lower in CONTRACTING_IS and text.apostrophe_before(k):
                 tokens[k] = replace(tokens[k], lower="is")
-        return cls(masked, tokens, [None] * len(tokens), quotes)
+        return text
+
+    def claimed_runs(self, by: str) -> list[tuple[int, int]]:
+        """(start, end) of each run of consecutive tokens claimed by `by`."""
+        runs: list[tuple[int, int]] = []
+        for i, claim in enumerate(self.claimed):
+            if claim != by:
+                continue
+            if runs and runs[-1][1] == i:
+                runs[-1] = (runs[-1][0], i + 1)
+            else:
+                runs.append((i, i + 1))
+        return runs
+
+    def apostrophe_before(self, index: int) -> bool:
+        """Whether token `index` follows an apostrophe ("X*'s*", "what*'s*")."""
+        start = self.tokens[index].start
+        return start > 0 and self.text[start - 1] in APOSTROPHES
 
     def copy(self) -> QuestionText:
         """The same question with its own claims (to try a pass without committing to it)."""

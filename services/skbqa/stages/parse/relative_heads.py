@@ -23,7 +23,6 @@ from skbqa.stages.parse.spelling import reads_as_participle
 from skbqa.stages.parse.way_nodes import WAY_CLAIM
 
 DETERMINERS = frozenset({"the", "a", "an", "any", "some", "those", "these"})
-COPULAS = frozenset({"is", "are", "was", "were", "be", "been"})
 
 
 def release_relative_heads(
@@ -67,7 +66,7 @@ def _heads_a_relative(text: QuestionText, head: Constant, named: Constant, relat
 
 def _relation_word(word: str, relation_stems: set[str]) -> bool:
     """A content word of the clause the schema states a relation with: a verb or a relation's noun ("belongs",
-    "member"), not a copula or a pronoun."""
-    if word in RELATIVE_PRONOUNS or word in COPULAS or word in DETERMINERS or not word.isalpha():
-        return False
-    return states_a_relation(word, relation_stems) and bool({"VERB", "NOUN"} & word_classes(word))
+    "member"); function words (pronouns, copulas, articles) have no stems and state none."""
+    return (
+        word.isalpha() and states_a_relation(word, relation_stems) and bool({"VERB", "NOUN"} & word_classes(word))
+    )

@@ -29,13 +29,7 @@ def way_placeholders(
         # "*anything* that conflicts with X", "is there *stuff* …": opening the question, it is the answer
         and not all(w in FUNCTION_WORDS or is_discourse_word(w) for w in text.words(0, i))
     ]
-    heads: list[tuple[int, int]] = []
-    for i in range(len(text)):
-        if text.claimed[i] == WAY_CLAIM and (i == 0 or text.claimed[i - 1] != WAY_CLAIM):
-            end = i + 1
-            while end < len(text) and text.claimed[end] == WAY_CLAIM:
-                end += 1
-            heads.append((i, end))
+    heads = text.claimed_runs(WAY_CLAIM)
     return [
         TypeMention(name, start, end, says_kind=(start, end) in heads)
         for start, end in sorted(spans + heads)
